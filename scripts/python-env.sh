@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Prints the python interpreter kbv builds against and embeds, creating it on first use.
+# - KBV_PYTHON set: that interpreter (the H200 machine: its image's python3 already holds torch).
+# - otherwise: a virtual environment outside the clone, keyed by requirements.txt and the base
+#   interpreter, so CI and later sessions reuse the multi-gigabyte torch download.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+if [ -n "${KBV_PYTHON:-}" ]; then echo "$KBV_PYTHON"; exit 0; fi
+base=${KBV_BASE_PYTHON:-/usr/bin/python3}
+key=$( (cat "$root/requirements.txt"; "$base" --version) | sha256sum | cut -c1-12)
+venv=${KBV_CACHE:-$HOME/.cache/kbv}/venv-$key
+if [ ! -x "$venv/bin/python" ] || [ ! -f "$venv/.complete" ]; then
+  echo "kbv: creating $venv (torch download on first use)" >&2
+  rm -rf "$venv"
+  "$base" -m venv "$venv" >&2
+  "$venv/bin/pip" install -q --upgrade pip >&2
+  "$venv/bin/pip" install -q -r "$root/requirements.txt" >&2
+  touch "$venv/.complete"
+fi
+echo "$venv/bin/python"
