@@ -1,0 +1,73 @@
+// The protocol: one plain value naming every knob of an evaluation (PROTOCOL.md, "Presets").
+// Records store it whole, so a number can always be traced to the rules that produced it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kbv::protocol {
+
+// Input families (PROTOCOL.md, "Correctness" 2). `standard` is the problem's own get_inputs().
+enum class Family { standard, normal, shifted, heavy, sparse };
+std::string_view name(Family family);
+
+// TF32 switches for cuBLAS and cuDNN (torch's legacy flags, set and read back around each use).
+struct Tf32 {
+  bool cublas = false;
+  bool cudnn = false;
+};
+
+enum class Comparison {
+  scaled,    // verified: error scaled by the output's RMS, bound derived from the TF32 baseline's error
+  allclose,  // kernelbench: torch.allclose(atol, rtol)
+};
+
+struct Timing {
+  int warmup_calls = 3;
+  // Adaptive stop (fixed_samples == 0): PROTOCOL.md "Repetitions".
+  int min_samples = 10;
+  double min_seconds = 0.2;
+  double max_relative_half_width = 0.01;
+  int max_samples = 200;
+  double max_seconds = 10.0;
+  int fixed_samples = 0;        // > 0: exactly this many samples (kernelbench: 100)
+  bool use_median = true;       // false: mean of samples (kernelbench reports the mean)
+  bool device_sync = true;      // device-wide synchronize before the end event
+  std::int64_t l2_flush_bytes = 0;  // 0: twice the device's L2
+  int pool_sets = 2;            // input sets timed in turn
+  bool refresh_inputs = true;   // new content (same buffers) between rounds
+  bool check_timed_outputs = true;
+  int sketch_points = 4096;     // sampled positions compared per timed output
+};
+
+struct Protocol {
+  std::string name;
+  std::vector<Family> families;
+  int draws_per_family = 2;
+  bool secret_seeds = true;            // false: seeds derived from fixed_seed, as KernelBench does
+  std::uint64_t fixed_seed = 42;
+  std::uint64_t init_seed = 42;        // seed under which Model and ModelNew are constructed
+  bool copy_state = true;              // copy reference parameters/buffers into ModelNew
+  Comparison comparison = Comparison::scaled;
+  double atol = 1e-4, rtol = 1e-4;     // allclose
+  double error_floor = 1e-4;           // scaled: smallest bound ever used
+  double baseline_multiplier = 3.0;    // scaled: bound = max(floor, multiplier x baseline error)
+  int min_hidden_families = 2;         // fewer in-domain hidden families: unverifiable
+  Tf32 reference_tf32;                 // reference values
+  Tf32 baseline_tf32;                  // timed baseline (and the tolerance's yardstick)
+  Tf32 candidate_tf32;                 // flags the candidate runs under
+  Timing timing;
+};
+
+Protocol verified();
+Protocol kernelbench();
+// Throws std::invalid_argument naming the known presets.
+Protocol preset(std::string_view name);
+
+nlohmann::json to_json(const Protocol& protocol);
+
+}  // namespace kbv::protocol

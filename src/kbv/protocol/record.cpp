@@ -1,0 +1,98 @@
+#include "kbv/protocol/record.h"
+
+#include <cmath>
+
+namespace kbv::protocol {
+namespace {
+
+using nlohmann::json;
+
+// JSON has no infinity: a non-finite error (e.g. NaN where the reference is finite) is null.
+json number(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
+
+json to_json(const TimingResult& t) {
+  return {{"seconds", t.seconds},     {"ci", {t.ci_low, t.ci_high}}, {"samples", t.samples.size()},
+          {"samples_seconds", t.samples}, {"stream_samples_seconds", t.stream_samples},
+          {"criterion", t.criterion}, {"flags", t.flags}};
+}
+
+}  // namespace
+
+std::string_view name(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::pass: return "pass";
+    case Verdict::incorrect: return "incorrect";
+    case Verdict::hack: return "hack";
+    case Verdict::compile_error: return "compile_error";
+    case Verdict::runtime_error: return "runtime_error";
+    case Verdict::timeout: return "timeout";
+    case Verdict::crash: return "crash";
+    case Verdict::unverifiable: return "unverifiable";
+  }
+  return "?";
+}
+
+json to_json(const Record& r) {
+  json correctness = json::array();
+  for (const FamilyResult& f : r.correctness) {
+    correctness.push_back({{"family", f.family}, {"status", f.status}, {"draws", f.draws}, {"passed", f.passed},
+                           {"skipped", f.skipped}, {"max_error", number(f.max_error)},
+                           {"tolerance", number(f.tolerance)}, {"reason", f.reason}});
+  }
+  json draws = json::array();
+  for (const DrawResult& d : r.draws) {
+    draws.push_back({{"family", d.family}, {"index", d.index}, {"seed", d.seed}, {"status", d.status}, {"reason", d.reason},
+                     {"error", number(d.error)}, {"tolerance", number(d.tolerance)},
+                     {"baseline_error", number(d.baseline_error)}});
+  }
+  json findings = json::array();
+  for (const Finding& f : r.findings) findings.push_back({{"id", f.id}, {"severity", f.severity}, {"evidence", f.evidence}});
+
+  json timing = json::object();
+  if (r.baseline) {
+    timing["baseline_ms"] = r.baseline->seconds * 1e3;
+    timing["baseline"] = to_json(*r.baseline);
+  }
+  if (r.candidate_timing) {
+    timing["candidate_ms"] = r.candidate_timing->seconds * 1e3;
+    timing["candidate"] = to_json(*r.candidate_timing);
+  }
+  if (r.speedup) timing["speedup"] = *r.speedup;
+  if (r.speedup_ci_low) timing["speedup_ci"] = {*r.speedup_ci_low, *r.speedup_ci_high};
+  timing["timed_outputs_checked"] = r.timed_outputs_checked;
+
+  json memory = json::object();
+  if (r.baseline_memory) {
+    memory["baseline_peak_bytes"] = r.baseline_memory->peak_bytes;
+    memory["baseline_footprint_bytes"] = r.baseline_memory->footprint_bytes;
+    if (r.baseline_memory->driver_growth_bytes) memory["baseline_driver_growth_bytes"] = *r.baseline_memory->driver_growth_bytes;
+  }
+  if (r.candidate_memory) {
+    memory["candidate_peak_bytes"] = r.candidate_memory->peak_bytes;
+    memory["candidate_footprint_bytes"] = r.candidate_memory->footprint_bytes;
+    if (r.candidate_memory->driver_growth_bytes) memory["candidate_driver_growth_bytes"] = *r.candidate_memory->driver_growth_bytes;
+  }
+  if (r.baseline_memory && r.candidate_memory) {
+    const auto base = r.baseline_memory->peak_bytes, cand = r.candidate_memory->peak_bytes;
+    if (base > 0) memory["peak_ratio"] = static_cast<double>(cand) / static_cast<double>(base);
+    // "Raises peak memory": more than 1% and more than 1 MiB above the baseline (PROTOCOL.md).
+    memory["raises_peak"] = cand > base + std::max<std::int64_t>(base / 100, 1 << 20);
+  }
+
+  return {{"problem", r.problem},
+          {"candidate", r.candidate},
+          {"device", r.device},
+          {"protocol", r.protocol},
+          {"verdict", name(r.verdict)},
+          {"verdict_reason", r.verdict_reason},
+          {"correctness", correctness},
+          {"draws", draws},
+          {"findings", findings},
+          {"timing", timing},
+          {"memory", memory},
+          {"logs", {{"candidate", r.candidate_log}, {"reference", r.reference_log}}},
+          {"versions", r.versions},
+          {"wall_seconds", r.wall_seconds}};
+}
+
+}  // namespace kbv::protocol

@@ -1,0 +1,78 @@
+// The record of one evaluation: raw typed results in fixed units (seconds, bytes). The JSON
+// writer and the summary printer only read it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kbv::protocol {
+
+enum class Verdict { pass, incorrect, hack, compile_error, runtime_error, timeout, crash, unverifiable };
+std::string_view name(Verdict verdict);
+
+struct Finding {
+  std::string id;
+  std::string severity;  // error | warning
+  nlohmann::json evidence;
+};
+
+// One input draw's outcome.
+struct DrawResult {
+  std::string family;
+  int index = 0;
+  std::uint64_t seed = 0; // logged once the verdict is in, so the draw can be reproduced
+  std::string status;     // pass | fail | skipped
+  std::string reason;     // why it failed or was skipped
+  double error = 0;       // scaled error (verified) or max |x - r| (kernelbench)
+  double tolerance = 0;   // bound the error was held to
+  double baseline_error = 0;
+};
+
+struct FamilyResult {
+  std::string family;
+  std::string status;  // pass | fail | skipped
+  int draws = 0, passed = 0, skipped = 0;
+  double max_error = 0;
+  double tolerance = 0;  // the tightest bound among its draws
+  std::string reason;
+};
+
+struct TimingResult {
+  std::vector<double> samples;         // seconds
+  std::vector<double> stream_samples;  // seconds, current stream only
+  double seconds = 0;                  // the protocol's statistic (median or mean)
+  double ci_low = 0, ci_high = 0;      // 95% CI of the median
+  nlohmann::json criterion;            // stopping rule and whether it converged
+  nlohmann::json flags;                // TF32 flags read back before timing
+};
+
+struct MemoryResult {
+  std::int64_t peak_bytes = 0;       // allocator peak above the pre-call level, one call
+  std::int64_t footprint_bytes = 0;  // held by the module after construction
+  std::optional<std::int64_t> driver_growth_bytes;
+};
+
+struct Record {
+  std::string problem, candidate, device;
+  nlohmann::json protocol;
+  Verdict verdict = Verdict::unverifiable;
+  std::string verdict_reason;
+  std::vector<FamilyResult> correctness;
+  std::vector<DrawResult> draws;
+  int timed_outputs_checked = 0;
+  std::vector<Finding> findings;
+  std::optional<TimingResult> baseline, candidate_timing;
+  std::optional<double> speedup, speedup_ci_low, speedup_ci_high;
+  std::optional<MemoryResult> baseline_memory, candidate_memory;
+  std::string candidate_log, reference_log;  // tails of the workers' stdout+stderr
+  nlohmann::json versions;
+  double wall_seconds = 0;
+};
+
+nlohmann::json to_json(const Record& record);
+
+}  // namespace kbv::protocol

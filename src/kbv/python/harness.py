@@ -1,0 +1,80 @@
+# The Python side of a kbv worker: the few steps that must run as Python (importing KernelBench
+# files, constructing modules, calling forward). Everything around them is C++.
+import importlib.util
+import random
+import subprocess
+import sys
+import traceback
+
+import torch
+
+
+def load_module(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_candidate(path, name):
+    """Imports a candidate (its kernels compile here). Returns (module, None) or (None, (kind, log))."""
+    try:
+        return load_module(path, name), None
+    except BaseException as error:  # SystemExit and KeyboardInterrupt included: the candidate's doing
+        log = traceback.format_exc()
+        building = isinstance(error, subprocess.CalledProcessError) or "Error building extension" in log
+        return None, ("compile_error" if building else "runtime_error", log)
+
+
+def build(cls, init, seed):
+    torch.manual_seed(seed)
+    return cls(*init)
+
+
+def copy_state(dst, src):
+    """Copies src's parameters and buffers into dst where names, shapes and dtypes match."""
+    source = dict(src.named_parameters())
+    source.update(dict(src.named_buffers()))
+    copied = []
+    with torch.no_grad():
+        for name, tensor in list(dst.named_parameters()) + list(dst.named_buffers()):
+            value = source.get(name)
+            if value is not None and value.shape == tensor.shape and value.dtype == tensor.dtype:
+                tensor.copy_(value)
+                copied.append(name)
+    return copied
+
+
+def draw_standard(get_inputs, seed, device):
+    """The problem's own inputs under `seed`, drawn on `device` (factory calls default to it).
+    Python's and numpy's generators are seeded too, so both workers draw the same values."""
+    torch.manual_seed(seed)
+    random.seed(seed)
+    if "numpy" in sys.modules:
+        sys.modules["numpy"].random.seed(seed % 2**32)
+    with torch.device(device):
+        inputs = get_inputs()
+    if not isinstance(inputs, (list, tuple)):
+        raise TypeError(f"get_inputs() returned {type(inputs).__name__}, expected a list")
+    return [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def forward(model, inputs):
+    with torch.no_grad():
+        return model(*inputs)
+
+
+def split_outputs(result):
+    """(list of tensors, None) or (None, reason) when the result is not tensors."""
+    items = list(result) if isinstance(result, (tuple, list)) else [result]
+    for index, item in enumerate(items):
+        if type(item) is not torch.Tensor:
+            return None, f"output {index} is {type(item).__module__}.{type(item).__name__}, not torch.Tensor"
+    return items, None
+
+
+def versions():
+    return {"torch": torch.__version__, "cuda": torch.version.cuda or "", "python": sys.version.split()[0]}
