@@ -1,0 +1,38 @@
+// Timers: one timed call of a callable, on the host clock (CPU) or with CUDA events (GPU).
+// Both sides of a comparison use the same timer with the same settings (PROTOCOL.md, "Timing").
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <c10/core/Device.h>
+
+#include "kbv/protocol/protocol.h"
+
+namespace kbv::measure {
+
+struct TimedCall {
+  double seconds = 0;         // the measured time (device-wide when the protocol syncs the device)
+  double stream_seconds = 0;  // current stream only (equal to `seconds` on the CPU)
+};
+
+class Timer {
+ public:
+  virtual ~Timer() = default;
+  // Evicts the call's data from cache; outside the timed region.
+  virtual void flush_cache() = 0;
+  virtual TimedCall time(const std::function<void()>& call) = 0;
+  virtual nlohmann::json describe() const = 0;
+};
+
+std::unique_ptr<Timer> make_timer(const c10::Device& device, const protocol::Timing& timing);
+
+// Defined in cuda_timer.cpp.
+std::unique_ptr<Timer> make_cuda_timer(const c10::Device& device, const protocol::Timing& timing);
+// Waits for all work on the device (nothing to wait for on the CPU).
+void synchronize(const c10::Device& device);
+// The CUDA driver's version, e.g. "13.0".
+std::string cuda_driver_version();
+
+}  // namespace kbv::measure

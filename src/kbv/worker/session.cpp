@@ -1,0 +1,248 @@
+#include "kbv/worker/session.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "kbv/inputs/families.h"
+#include "kbv/python/harness.h"
+
+namespace py = pybind11;
+
+namespace kbv::worker {
+namespace {
+
+bool is_tensor(const py::handle& object) { return THPVariable_Check(object.ptr()); }
+
+protocol::Tf32 flags_of(const nlohmann::json& protocol, const std::string& mode) {
+  const nlohmann::json& f = protocol.at(mode + "_tf32");
+  return {f.at("cublas").get<bool>(), f.at("cudnn").get<bool>()};
+}
+
+// Calls into Python, turning a Python exception into a Failure of `kind` with `what` before it.
+template <typename F>
+auto guarded(const std::string& kind, const std::string& what, F&& call) {
+  try {
+    return call();
+  } catch (py::error_already_set& error) {
+    throw Failure(kind, what + ":\n" + error.what());
+  }
+}
+
+}  // namespace
+
+std::string classify_candidate_error(const std::string& message) {
+  // A CUDA fault (illegal address, launch failure) is sticky: the context is lost, as after a
+  // segfault on the host, so it is filed with crashes.
+  return message.find("CUDA error") != std::string::npos ? "crash" : "runtime_error";
+}
+
+nlohmann::json Session::select_device(const std::string& name) {
+  nlohmann::json facts = nlohmann::json::object();
+  if (name == "cpu") return facts;
+  if (name != "cuda") throw Failure("internal", "unknown device '" + name + "'");
+  py::module_ cuda = py::module_::import("torch").attr("cuda");
+  if (!cuda.attr("is_available")().cast<bool>()) {
+    throw Failure("no_device", "--device cuda: no CUDA device is visible here (torch.cuda.is_available() is False)");
+  }
+  device_ = c10::Device(c10::kCUDA, 0);
+  facts["gpu"] = cuda.attr("get_device_name")(0).cast<std::string>();
+  facts["driver"] = measure::cuda_driver_version();
+  // Candidates compile for this device only (torch would otherwise build for every arch it knows).
+  py::object environ = py::module_::import("os").attr("environ");
+  if (!environ.contains("TORCH_CUDA_ARCH_LIST")) {
+    auto capability = cuda.attr("get_device_capability")(0).cast<std::pair<int, int>>();
+    environ["TORCH_CUDA_ARCH_LIST"] = std::to_string(capability.first) + "." + std::to_string(capability.second);
+  }
+  return facts;
+}
+
+py::object Session::import_candidate(const std::string& path) {
+  py::tuple loaded = python::harness().attr("load_candidate")(path, "kbv_candidate");
+  if (!loaded[1].is_none()) {
+    py::tuple error = loaded[1];
+    throw Failure(error[0].cast<std::string>(), error[1].cast<std::string>());
+  }
+  return loaded[0];
+}
+
+void Session::compile(const nlohmann::json& command) {
+  select_device(command.at("device"));
+  candidate_ = import_candidate(command.at("candidate"));
+}
+
+nlohmann::json Session::load(const nlohmann::json& command) {
+  py::module_& harness = python::harness();
+  protocol_ = command.at("protocol");
+  nlohmann::json facts = {{"versions", harness.attr("versions")().cast<std::map<std::string, std::string>>()}};
+
+  const std::string device_name = command.at("device");
+  facts.update(select_device(device_name));
+  protocol::Timing timing;
+  timing.device_sync = protocol_.at("timing").at("device_sync");
+  timing.l2_flush_bytes = protocol_.at("timing").at("l2_flush_bytes");
+  timer_ = measure::make_timer(device_, timing);
+  memory_ = measure::make_memory_meter(device_);
+
+  const std::string problem_path = command.at("problem");
+  problem_ = guarded("problem_error", "cannot import the problem " + problem_path,
+                     [&] { return harness.attr("load_module")(problem_path, "kbv_problem"); });
+  for (const char* name : {"Model", "get_inputs", "get_init_inputs"}) {
+    if (!py::hasattr(problem_, name)) {
+      throw Failure("problem_error", "the problem " + problem_path + " defines no `" + name +
+                                         "` (a KernelBench problem has Model, get_inputs and get_init_inputs)");
+    }
+  }
+  const py::object init = guarded("problem_error", "get_init_inputs() of " + problem_path + " raised",
+                                  [&] { return py::list(problem_.attr("get_init_inputs")()); });
+  const std::uint64_t seed = protocol_.at("init_seed");
+  const std::int64_t before = memory_->allocated();
+
+  if (role_ == Role::reference) {
+    model_ = guarded("problem_error", "constructing Model(*get_init_inputs()) raised",
+                     [&] { return harness.attr("build")(problem_.attr("Model"), init, seed); });
+  } else {
+    const std::string candidate_path = command.at("candidate");
+    candidate_ = import_candidate(candidate_path);
+    if (!py::hasattr(candidate_, "ModelNew")) {
+      throw Failure("runtime_error", "the candidate " + candidate_path + " defines no `ModelNew` class");
+    }
+    model_ = guarded("runtime_error", "constructing ModelNew(*get_init_inputs()) raised (does its constructor match Model's?)",
+                     [&] { return harness.attr("build")(candidate_.attr("ModelNew"), init, seed); });
+    if (protocol_.at("copy_state").get<bool>()) {
+      py::object reference = guarded("problem_error", "constructing Model(*get_init_inputs()) raised",
+                                     [&] { return harness.attr("build")(problem_.attr("Model"), init, seed); });
+      facts["copied_state"] = harness.attr("copy_state")(model_, reference).cast<std::vector<std::string>>();
+      reference = py::none();
+      py::module_::import("gc").attr("collect")();
+    }
+  }
+  if (py::hasattr(model_, "to")) {
+    model_ = guarded(role_ == Role::candidate ? "runtime_error" : "problem_error", "moving the module to the device raised",
+                     [&] { return model_.attr("to")(device_name); });
+  }
+  measure::synchronize(device_);
+  facts["footprint_bytes"] = memory_->allocated() - before;
+  return facts;
+}
+
+py::list Session::draw(const nlohmann::json& spec) const {
+  const auto family = inputs::family_from_name(spec.at("family").get<std::string>());
+  const std::uint64_t seed = spec.at("seed");
+  py::list drawn = guarded("problem_error", "get_inputs() raised", [&] {
+    return py::list(python::harness().attr("draw_standard")(problem_.attr("get_inputs"), seed, device_.str()));
+  });
+  for (size_t i = 0; i < drawn.size(); ++i) {
+    if (!is_tensor(drawn[i])) continue;
+    const at::Tensor like = py::cast<at::Tensor>(drawn[i]);
+    drawn[i] = py::cast(inputs::redraw(like, family, spec.at("params"), seed + 1 + i));
+  }
+  return drawn;
+}
+
+nlohmann::json Session::apply_flags(const std::string& mode) {
+  const protocol::Tf32 wanted = flags_of(protocol_, mode);
+  auto& context = at::globalContext();
+  context.setAllowTF32CuBLAS(wanted.cublas);
+  context.setAllowTF32CuDNN(wanted.cudnn);
+  return {{"cublas", context.allowTF32CuBLAS()}, {"cudnn", context.allowTF32CuDNN()}};
+}
+
+Forward Session::forward(const std::string& mode, const py::list& inputs) {
+  apply_flags(mode);
+  const std::string kind = role_ == Role::candidate ? "runtime_error" : "reference_error";
+  const std::string what = role_ == Role::candidate ? "ModelNew.forward raised" : "Model.forward raised";
+  py::object result = guarded(kind, what, [&] { return python::harness().attr("forward")(model_, inputs); });
+  Forward forward;
+  py::tuple split = python::harness().attr("split_outputs")(result);
+  if (split[0].is_none()) {
+    forward.bad_output = split[1].cast<std::string>();
+    return forward;
+  }
+  for (const py::handle item : py::list(split[0])) forward.outputs.push_back(py::cast<at::Tensor>(item));
+  return forward;
+}
+
+void Session::fill_pool(const std::vector<std::uint64_t>& seeds) {
+  const nlohmann::json params = nlohmann::json::object();
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    py::list fresh = draw({{"family", "standard"}, {"params", params}, {"seed", seeds[i]}});
+    if (i >= pool_.size()) {
+      pool_.push_back(fresh);
+      last_.emplace_back();
+      continue;
+    }
+    // Same buffers, new values: a cache keyed by pointer returns stale results.
+    py::list& set = pool_[i];
+    for (size_t j = 0; j < fresh.size(); ++j) {
+      if (is_tensor(set[j])) {
+        py::cast<at::Tensor>(set[j]).copy_(py::cast<at::Tensor>(fresh[j]));
+      } else {
+        set[j] = fresh[j];
+      }
+    }
+  }
+  measure::synchronize(device_);
+}
+
+void Session::warm_up(int calls, const std::string& mode) {
+  for (int i = 0; i < calls; ++i) {
+    const size_t set = static_cast<size_t>(i) % pool_.size();
+    last_[set] = forward(mode, pool_[set]);
+  }
+  measure::synchronize(device_);
+}
+
+measure::TimedCall Session::timed_call(size_t set, const std::string& mode) {
+  if (set >= pool_.size()) throw Failure("internal", "no timing input set " + std::to_string(set));
+  apply_flags(mode);
+  const std::string kind = role_ == Role::candidate ? "runtime_error" : "reference_error";
+  py::object forward = python::harness().attr("forward");
+  py::object result;
+  timer_->flush_cache();
+  const measure::TimedCall timed = timer_->time([&] {
+    result = guarded(kind, "forward raised while timed", [&] { return forward(model_, pool_[set]); });
+  });
+  Forward& last = last_[set];
+  last = Forward{};
+  py::tuple split = python::harness().attr("split_outputs")(result);
+  if (split[0].is_none()) {
+    last.bad_output = split[1].cast<std::string>();
+  } else {
+    for (const py::handle item : py::list(split[0])) last.outputs.push_back(py::cast<at::Tensor>(item));
+  }
+  return timed;
+}
+
+const std::vector<at::Tensor>& Session::last_outputs(size_t set) const {
+  if (set >= last_.size()) throw Failure("internal", "no timed output for set " + std::to_string(set));
+  if (last_[set].bad_output) throw Failure("incorrect", *last_[set].bad_output);
+  return last_[set].outputs;
+}
+
+nlohmann::json Session::measure_memory(const std::string& mode) {
+  measure::synchronize(device_);
+  memory_->reset_peak();
+  const std::int64_t before = memory_->allocated();
+  const auto driver_before = memory_->driver_used();
+  {
+    Forward result = forward(mode, pool_.at(0));
+    measure::synchronize(device_);
+  }
+  nlohmann::json memory = {{"peak_bytes", memory_->peak() - before}};
+  if (driver_before) memory["driver_growth_bytes"] = *memory_->driver_used() - *driver_before;
+  return memory;
+}
+
+nlohmann::json input_checksum(const py::list& inputs) {
+  double sum = 0, abs_sum = 0;
+  for (const py::handle item : inputs) {
+    if (!is_tensor(item)) continue;
+    const at::Tensor t = py::cast<at::Tensor>(item).to(at::kDouble);
+    sum += t.sum().item<double>();
+    abs_sum += t.abs().sum().item<double>();
+  }
+  return {{"sum", sum}, {"abs_sum", abs_sum}};
+}
+
+}  // namespace kbv::worker

@@ -1,0 +1,81 @@
+// A worker's state between commands: the loaded problem (and candidate), the module under
+// evaluation, the device, and the timing pool. Each method is one step of PROTOCOL.md run in
+// this process; the parent decides the order and judges the results.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <nlohmann/json.hpp>
+#include <pybind11/pybind11.h>
+
+#include "kbv/measure/memory.h"
+#include "kbv/measure/timer.h"
+#include "kbv/protocol/protocol.h"
+#include "kbv/worker/failure.h"
+
+namespace kbv::worker {
+
+enum class Role { reference, candidate };
+
+struct Forward {
+  std::vector<at::Tensor> outputs;
+  std::optional<std::string> bad_output;  // the result was not tensors
+};
+
+class Session {
+ public:
+  explicit Session(Role role) : role_(role) {}
+
+  // Imports the problem (and, for the candidate role, the candidate: its kernels compile now),
+  // constructs the module, moves it to the device. Returns facts for the record.
+  nlohmann::json load(const nlohmann::json& command);
+  // Only imports the candidate (building its kernels into the extension cache): `kbv compile`.
+  void compile(const nlohmann::json& command);
+
+  // The inputs of one draw: {"family", "params", "seed"}; returns the Python argument list.
+  pybind11::list draw(const nlohmann::json& spec) const;
+  // One forward under `mode`'s TF32 flags (reference, baseline or candidate).
+  Forward forward(const std::string& mode, const pybind11::list& inputs);
+  // Sets the mode's TF32 flags and returns them as read back from torch.
+  nlohmann::json apply_flags(const std::string& mode);
+
+  // Timing pool: one input set per seed, refilled in place (same buffers, new values) later.
+  void fill_pool(const std::vector<std::uint64_t>& seeds);
+  measure::TimedCall timed_call(size_t set, const std::string& mode);
+  void warm_up(int calls, const std::string& mode);
+  const std::vector<at::Tensor>& last_outputs(size_t set) const;
+
+  // Peak allocator bytes above the pre-call level for one call on pool set 0, and the driver's
+  // used-memory growth over it (GPU).
+  nlohmann::json measure_memory(const std::string& mode);
+
+  const c10::Device& device() const { return device_; }
+
+ private:
+  // Selects the device named by the command (checking it exists); returns facts for the record.
+  nlohmann::json select_device(const std::string& name);
+  pybind11::object import_candidate(const std::string& path);
+
+  Role role_;
+  c10::Device device_{c10::kCPU};
+  nlohmann::json protocol_;
+  pybind11::object problem_, candidate_, model_;
+  std::unique_ptr<measure::Timer> timer_;
+  std::unique_ptr<measure::MemoryMeter> memory_;
+  std::vector<pybind11::list> pool_;
+  std::vector<std::uint64_t> pool_seeds_;
+  std::vector<Forward> last_;
+};
+
+// Where a failure inside candidate code should be filed: a CUDA fault kills the context, which
+// is a crash; anything else the candidate raised is a runtime error.
+std::string classify_candidate_error(const std::string& message);
+
+// Sums over the tensor inputs: both workers must have drawn the same values.
+nlohmann::json input_checksum(const pybind11::list& inputs);
+
+}  // namespace kbv::worker

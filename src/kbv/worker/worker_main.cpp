@@ -1,0 +1,144 @@
+// The worker's command loop. Each command gets exactly one reply: {"status": "ok", ...} or
+// {"status": "error", "kind", "message"}. The parent owns the order of commands, the seeds and
+// every judgement; this process only runs what it is told and reports raw results.
+#include "kbv/worker/worker_main.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+#include <pybind11/pybind11.h>
+
+#include "kbv/check/comparison.h"
+#include "kbv/check/sketch.h"
+#include "kbv/measure/memory.h"
+#include "kbv/python/interpreter.h"
+#include "kbv/worker/channel.h"
+#include "kbv/worker/tensor_codec.h"
+
+namespace kbv::worker {
+namespace {
+
+using nlohmann::json;
+
+// Encodes outputs (or their sketches) for the reply: metas into `header[key]`, bytes appended.
+void attach(std::vector<EncodedTensor>& store, json& metas, const std::vector<at::Tensor>& tensors) {
+  metas = json::array();
+  for (const at::Tensor& t : tensors) {
+    store.push_back(encode(t));
+    metas.push_back(store.back().meta);
+  }
+}
+
+void reply(Channel& channel, json header, const std::vector<EncodedTensor>& tensors = {}) {
+  std::vector<Bytes> blobs;
+  for (const EncodedTensor& t : tensors) blobs.push_back(t.bytes());
+  channel.send(header, blobs);
+}
+
+std::vector<at::Tensor> sketch_of(const std::vector<at::Tensor>& outputs, const json& request) {
+  return check::sketch(outputs, request.at("seed").get<std::uint64_t>(), request.at("points").get<int>());
+}
+
+// `check`: draw one input set, run forward under each mode, return the outputs (or sketches).
+void handle_check(Session& session, Channel& channel, const json& command) {
+  const pybind11::list inputs = session.draw(command.at("draw"));
+  json header = {{"status", "ok"}, {"checksum", input_checksum(inputs)}, {"results", json::array()}};
+  std::vector<EncodedTensor> tensors;
+  for (const json& mode : command.at("modes")) {
+    Forward forward = session.forward(mode.get<std::string>(), inputs);
+    json result = {{"mode", mode}};
+    if (forward.bad_output) {
+      result["bad_output"] = *forward.bad_output;
+    } else if (command.contains("sketch")) {
+      json rms = json::array();
+      for (const at::Tensor& t : forward.outputs) rms.push_back(check::finite_rms(t));
+      result["rms"] = rms;
+      attach(tensors, result["outputs"], sketch_of(forward.outputs, command.at("sketch")));
+    } else {
+      attach(tensors, result["outputs"], forward.outputs);
+    }
+    header["results"].push_back(result);
+  }
+  reply(channel, header, tensors);
+}
+
+void handle(Session& session, Channel& channel, const json& command) {
+  const std::string name = command.at("cmd");
+  if (name == "load") {
+    json facts = session.load(command);
+    facts["status"] = "ok";
+    reply(channel, facts);
+  } else if (name == "compile") {
+    session.compile(command);
+    reply(channel, {{"status", "ok"}});
+  } else if (name == "check") {
+    handle_check(session, channel, command);
+  } else if (name == "pool") {
+    session.fill_pool(command.at("seeds").get<std::vector<std::uint64_t>>());
+    reply(channel, {{"status", "ok"}});
+  } else if (name == "warmup") {
+    session.warm_up(command.at("calls"), command.at("mode"));
+    reply(channel, {{"status", "ok"}});
+  } else if (name == "flags") {
+    reply(channel, {{"status", "ok"}, {"flags", session.apply_flags(command.at("mode"))}});
+  } else if (name == "timed_call") {
+    const measure::TimedCall timed = session.timed_call(command.at("set"), command.at("mode"));
+    reply(channel, {{"status", "ok"}, {"seconds", timed.seconds}, {"stream_seconds", timed.stream_seconds}});
+  } else if (name == "sketch") {
+    std::vector<EncodedTensor> tensors;
+    json header = {{"status", "ok"}};
+    attach(tensors, header["outputs"], sketch_of(session.last_outputs(command.at("set")), command));
+    reply(channel, header, tensors);
+  } else if (name == "memory") {
+    json memory = session.measure_memory(command.at("mode"));
+    memory["status"] = "ok";
+    reply(channel, memory);
+  } else {
+    throw Failure("internal", "unknown worker command '" + name + "'");
+  }
+}
+
+}  // namespace
+
+int run_worker(Role role, const std::string& python_executable) {
+  measure::install_counting_cpu_allocator();
+  python::start_interpreter(python_executable);
+  Channel channel = open_worker_channel();
+  Session session(role);
+  for (;;) {
+    Message message;
+    try {
+      message = channel.receive();
+    } catch (const ChannelClosed&) {
+      return 0;  // the parent is gone or done
+    }
+    if (message.header.value("cmd", "") == "exit") {
+      reply(channel, {{"status", "ok"}});
+      std::fflush(nullptr);
+      _exit(0);  // skip interpreter and torch teardown
+    }
+    std::string kind, text;
+    try {
+      handle(session, channel, message.header);
+      continue;
+    } catch (const Failure& failure) {
+      kind = failure.kind;
+      text = failure.what();
+    } catch (const pybind11::error_already_set& error) {
+      kind = role == Role::candidate ? classify_candidate_error(error.what()) : "internal";
+      text = error.what();
+    } catch (const c10::Error& error) {
+      kind = role == Role::candidate ? classify_candidate_error(error.what()) : "internal";
+      text = error.what_without_backtrace();
+    } catch (const std::exception& error) {
+      kind = role == Role::candidate ? classify_candidate_error(error.what()) : "internal";
+      text = error.what();
+    }
+    reply(channel, {{"status", "error"}, {"kind", kind}, {"message", text}});
+  }
+}
+
+}  // namespace kbv::worker

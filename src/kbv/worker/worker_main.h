@@ -1,0 +1,13 @@
+// `kbv worker`: the entry point of a reference or candidate worker process.
+#pragma once
+
+#include <string>
+
+#include "kbv/worker/session.h"
+
+namespace kbv::worker {
+
+// Serves commands from the parent on the channel fds until told to exit; returns the exit code.
+int run_worker(Role role, const std::string& python_executable);
+
+}  // namespace kbv::worker
