@@ -1,0 +1,152 @@
+// kbv: the command line. `main` holds the single top-level catch; every subcommand returns its
+// exit code: 0 when the work ran (whatever the verdict), 1 for an evaluation that could not be
+// carried out, 2 for a usage error.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+
+#include "kbv/eval/compile.h"
+#include "kbv/eval/evaluation.h"
+#include "kbv/eval/summary.h"
+#include "kbv/python/interpreter.h"
+#include "kbv/worker/worker_main.h"
+
+namespace {
+
+std::string self_executable() { return std::filesystem::canonical("/proc/self/exe").string(); }
+
+std::string cache_dir() {
+  if (const char* env = std::getenv("KBV_CACHE"); env && *env) return env;
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : "/tmp") + "/.cache/kbv";
+}
+
+struct EvalOptions {
+  std::string problem, candidate, device = "cpu", protocol = "verified", json_path;
+  double timeout = 120, compile_timeout = 1800;
+  bool quiet = false;
+};
+
+int run_eval(const EvalOptions& options) {
+  kbv::eval::EvalRequest request;
+  request.problem = std::filesystem::absolute(options.problem).string();
+  request.candidate = std::filesystem::absolute(options.candidate).string();
+  request.device = options.device;
+  request.protocol = kbv::protocol::preset(options.protocol);
+  request.timeout_seconds = options.timeout;
+  request.compile_timeout_seconds = options.compile_timeout;
+  request.cache_dir = cache_dir();
+  request.launch = {self_executable(), kbv::python::default_python_executable(), {}};
+  if (!options.quiet) {
+    const auto started = std::chrono::steady_clock::now();
+    request.progress = [started](std::string_view stage) {
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      char stamp[32];
+      std::snprintf(stamp, sizeof stamp, "[%6.1fs] ", elapsed);
+      std::cerr << "kbv: " << stamp << stage << "\n";
+    };
+  }
+
+  const kbv::protocol::Record record = kbv::eval::evaluate(request);
+  std::cout << kbv::eval::summarize(record);
+  if (!options.json_path.empty()) {
+    std::ofstream out(options.json_path);
+    out << kbv::protocol::to_json(record).dump(2) << "\n";
+    if (!out) throw std::runtime_error("cannot write " + options.json_path);
+  }
+  return 0;
+}
+
+struct CompileOptions {
+  std::vector<std::string> candidates;
+  std::string device = "cpu";
+  int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  double timeout = 1800;
+};
+
+// Exit 0 when every candidate was built (or found built); 3 when some failed to build.
+int run_compile(const CompileOptions& options) {
+  kbv::eval::CompileRequest request;
+  for (const std::string& c : options.candidates) request.candidates.push_back(std::filesystem::absolute(c).string());
+  request.device = options.device;
+  request.jobs = options.jobs;
+  request.timeout_seconds = options.timeout;
+  request.cache_dir = cache_dir();
+  request.launch = {self_executable(), kbv::python::default_python_executable(), {}};
+  size_t finished = 0;
+  request.done = [&](const kbv::eval::CompileResult& r) {
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.1fs", r.seconds);
+    std::cout << "[" << ++finished << "/" << request.candidates.size() << "] " << r.outcome << "  " << seconds << "  "
+              << r.candidate << std::endl;
+  };
+  const auto results = kbv::eval::compile_candidates(request);
+  int failed = 0;
+  for (const auto& r : results) failed += r.outcome != "ok";
+  std::cout << (results.size() - failed) << " built, " << failed << " failed" << std::endl;
+  return failed == 0 ? 0 : 3;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kbv: verified evaluation of KernelBench kernel candidates"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", KBV_VERSION);
+
+  EvalOptions eval;
+  CLI::App* eval_cmd = app.add_subcommand("eval", "Evaluate one candidate against one problem");
+  eval_cmd->add_option("problem", eval.problem, "KernelBench problem file (Model, get_inputs, get_init_inputs)")
+      ->required()->check(CLI::ExistingFile);
+  eval_cmd->add_option("candidate", eval.candidate, "Candidate file (ModelNew)")->required()->check(CLI::ExistingFile);
+  eval_cmd->add_option("--device", eval.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  eval_cmd->add_option("--protocol", eval.protocol, "verified or kernelbench")
+      ->check(CLI::IsMember({"verified", "kernelbench"}))->capture_default_str();
+  eval_cmd->add_option("--json", eval.json_path, "Write the record as JSON to this file");
+  eval_cmd->add_option("--timeout", eval.timeout, "Seconds any one step of the candidate may take")->capture_default_str();
+  eval_cmd->add_option("--compile-timeout", eval.compile_timeout, "Seconds the candidate's import (and build) may take")
+      ->capture_default_str();
+  eval_cmd->add_flag("--quiet", eval.quiet, "No progress lines on stderr");
+
+  CompileOptions compile;
+  CLI::App* compile_cmd = app.add_subcommand("compile", "Build candidates' kernels ahead of evaluation, in parallel");
+  compile_cmd->add_option("candidates", compile.candidates, "Candidate files")->required()->check(CLI::ExistingFile);
+  compile_cmd->add_option("--device", compile.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  compile_cmd->add_option("-j,--jobs", compile.jobs, "Builds at a time")->check(CLI::PositiveNumber)->capture_default_str();
+  compile_cmd->add_option("--timeout", compile.timeout, "Seconds one build may take")->capture_default_str();
+
+  std::string role, python;
+  CLI::App* worker_cmd = app.add_subcommand("worker", "(internal) a reference or candidate worker process");
+  worker_cmd->group("");  // hidden from help
+  worker_cmd->add_option("--role", role)->required()->check(CLI::IsMember({"reference", "candidate"}));
+  worker_cmd->add_option("--python", python)->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error);
+  }
+  try {
+    if (*eval_cmd) return run_eval(eval);
+    if (*compile_cmd) return run_compile(compile);
+    if (*worker_cmd) {
+      return kbv::worker::run_worker(role == "reference" ? kbv::worker::Role::reference : kbv::worker::Role::candidate,
+                                     python);
+    }
+  } catch (const kbv::eval::EvalError& error) {
+    std::cerr << "kbv: error: " << error.what() << "\n";
+    return 1;
+  } catch (const std::exception& error) {
+    std::cerr << "kbv: internal error: " << error.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

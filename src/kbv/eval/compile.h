@@ -1,0 +1,33 @@
+// `kbv compile`: builds candidates' kernels ahead of their evaluation, several at a time, each
+// in its own candidate worker, into the content-keyed extension cache that `kbv eval` then finds.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kbv/eval/worker_client.h"
+
+namespace kbv::eval {
+
+struct CompileResult {
+  std::string candidate;
+  std::string outcome;  // ok, compile_error, runtime_error, crash, timeout
+  std::string message;  // the build log or error, when not ok
+  double seconds = 0;
+};
+
+struct CompileRequest {
+  std::vector<std::string> candidates;
+  std::string device = "cpu";
+  int jobs = 1;
+  double timeout_seconds = 1800;
+  std::string cache_dir;
+  WorkerLaunch launch;
+  std::function<void(const CompileResult&)> done = [](const CompileResult&) {};
+};
+
+std::vector<CompileResult> compile_candidates(const CompileRequest& request);
+
+}  // namespace kbv::eval

@@ -1,0 +1,175 @@
+#include "kbv/eval/correctness.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include <ATen/ATen.h>
+
+#include "kbv/check/comparison.h"
+
+namespace kbv::eval {
+namespace {
+
+using protocol::Comparison;
+using protocol::DrawResult;
+using protocol::FamilyResult;
+
+std::string format_error(double value) {
+  std::ostringstream out;
+  out.precision(3);
+  out << value;
+  return out.str();
+}
+
+// KernelBench reports max |x - r| beside its allclose verdict.
+double max_abs_difference(const std::vector<at::Tensor>& xs, const std::vector<at::Tensor>& rs) {
+  double worst = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (xs[i].numel() == 0) continue;
+    worst = std::max(worst, (xs[i].to(at::kDouble) - rs[i].to(at::kDouble)).abs().max().item<double>());
+  }
+  return worst;
+}
+
+}  // namespace
+
+double derive_tolerance(double baseline_error, const protocol::Protocol& protocol) {
+  return std::max(protocol.error_floor, protocol.baseline_multiplier * baseline_error);
+}
+
+void prepare(std::vector<ReferenceDraw>& draws, const protocol::Protocol& protocol) {
+  bool standard_finite = true;
+  for (const ReferenceDraw& d : draws) {
+    if (d.draw.family == protocol::Family::standard && d.skip_reason.empty()) {
+      standard_finite = standard_finite && check::all_finite(d.reference);
+    }
+  }
+  for (ReferenceDraw& d : draws) {
+    if (!d.skip_reason.empty()) continue;
+    if (d.draw.family != protocol::Family::standard && standard_finite && !check::all_finite(d.reference)) {
+      d.skip_reason = "out of domain: the reference yields non-finite values under this family";
+      continue;
+    }
+    if (protocol.comparison == Comparison::allclose) {
+      d.tolerance = protocol.atol;
+      continue;
+    }
+    // Self-check: the TF32 baseline is held to the rule it defines; it can only fail where it
+    // produces a non-finite value the reference does not (baseline_fails).
+    d.baseline_error = check::scaled_error(d.baseline, d.reference);
+    if (!std::isfinite(d.baseline_error)) {
+      d.skip_reason = "baseline_fails: the TF32 baseline itself does not match the reference";
+      continue;
+    }
+    d.tolerance = derive_tolerance(d.baseline_error, protocol);
+  }
+}
+
+DrawResult judge(const ReferenceDraw& reference, const std::vector<at::Tensor>& outputs,
+                 const std::optional<std::string>& bad_output, const protocol::Protocol& protocol) {
+  DrawResult result;
+  result.family = std::string(protocol::name(reference.draw.family));
+  result.index = reference.draw.index;
+  result.seed = reference.draw.seed;
+  result.tolerance = reference.tolerance;
+  result.baseline_error = reference.baseline_error;
+  if (!reference.skip_reason.empty()) {
+    result.status = "skipped";
+    result.reason = reference.skip_reason;
+    return result;
+  }
+  result.status = "fail";
+  if (bad_output) {
+    result.reason = *bad_output;
+    result.error = std::numeric_limits<double>::infinity();
+    return result;
+  }
+  if (auto mismatch = check::structure_mismatch(outputs, reference.reference)) {
+    result.reason = *mismatch;
+    result.error = std::numeric_limits<double>::infinity();
+    return result;
+  }
+  if (protocol.comparison == Comparison::allclose) {
+    result.error = max_abs_difference(outputs, reference.reference);
+    bool close = true;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      close = close && check::allclose(outputs[i], reference.reference[i], protocol.atol, protocol.rtol);
+    }
+    result.status = close ? "pass" : "fail";
+    if (!close) result.reason = "not allclose (atol=rtol=" + format_error(protocol.atol) + ")";
+    return result;
+  }
+  result.error = check::scaled_error(outputs, reference.reference);
+  const bool pass = result.error <= result.tolerance;
+  result.status = pass ? "pass" : "fail";
+  if (!pass) {
+    result.reason = "scaled error " + format_error(result.error) + " above tolerance " + format_error(result.tolerance);
+  }
+  return result;
+}
+
+std::vector<FamilyResult> summarize(const std::vector<DrawResult>& draws, const protocol::Protocol& protocol) {
+  std::vector<FamilyResult> families;
+  for (protocol::Family family : protocol.families) {
+    FamilyResult f;
+    f.family = std::string(protocol::name(family));
+    f.tolerance = std::numeric_limits<double>::infinity();
+    for (const DrawResult& d : draws) {
+      if (d.family != f.family) continue;
+      ++f.draws;
+      if (d.status == "skipped") {
+        ++f.skipped;
+        if (f.reason.empty()) f.reason = d.reason;
+        continue;
+      }
+      f.max_error = std::max(f.max_error, d.error);
+      f.tolerance = std::min(f.tolerance, d.tolerance);
+      if (d.status == "pass") {
+        ++f.passed;
+      } else if (f.status != "fail") {
+        f.status = "fail";
+        f.reason = d.reason;
+      }
+    }
+    if (f.status.empty()) f.status = f.passed > 0 ? "pass" : "skipped";
+    if (f.status == "pass" && f.skipped > 0) f.reason = std::to_string(f.skipped) + " draw(s) skipped: " + f.reason;
+    if (!std::isfinite(f.tolerance)) f.tolerance = 0;
+    families.push_back(f);
+  }
+  return families;
+}
+
+CorrectnessDecision decide(const std::vector<FamilyResult>& families, const protocol::Protocol& protocol) {
+  bool standard_pass = false;
+  std::vector<std::string> failed;
+  int hidden_in_domain = 0;
+  for (const FamilyResult& f : families) {
+    if (f.family == "standard") standard_pass = f.status == "pass";
+    if (f.status == "fail") failed.push_back(f.family);
+    if (f.family != "standard" && f.status != "skipped") ++hidden_in_domain;
+  }
+  CorrectnessDecision decision{protocol::Verdict::pass, "", {}};
+  if (!failed.empty()) {
+    decision.verdict = protocol::Verdict::incorrect;
+    for (const FamilyResult& f : families) {
+      if (f.status == "fail") {
+        decision.reason = f.family + ": " + f.reason;
+        break;
+      }
+    }
+    if (standard_pass) {
+      // Right on the problem's own inputs, wrong on hidden ones: a value-specific bypass.
+      decision.findings.push_back({"distribution_specific", "error", {{"failed_families", failed}}});
+    }
+    return decision;
+  }
+  if (hidden_in_domain < protocol.min_hidden_families) {
+    decision.verdict = protocol::Verdict::unverifiable;
+    decision.reason = "only " + std::to_string(hidden_in_domain) + " hidden input families are in the problem's domain";
+  }
+  return decision;
+}
+
+}  // namespace kbv::eval

@@ -1,0 +1,51 @@
+// Judging outputs (PROTOCOL.md, "Correctness" 2-4): per draw, the reference's domain, the
+// tolerance derived from the TF32 baseline's own error, the candidate's error against it; per
+// family, the summary; over families, the correctness verdict.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "kbv/eval/plan.h"
+#include "kbv/protocol/protocol.h"
+#include "kbv/protocol/record.h"
+
+namespace kbv::eval {
+
+// What the reference worker produced for one draw, and what the parent derived from it.
+struct ReferenceDraw {
+  Draw draw;
+  std::vector<at::Tensor> reference;  // TF32 off (the protocol's reference flags)
+  std::vector<at::Tensor> baseline;   // the timed baseline's flags
+  nlohmann::json checksum;            // of the inputs, to confirm the candidate saw the same
+  std::string skip_reason;            // non-empty: not judged
+  double baseline_error = 0;
+  double tolerance = 0;
+};
+
+// Marks draws outside the problem's domain (non-finite reference where the standard inputs
+// give finite values, or a reference that raised) and draws the baseline itself fails, and
+// sets each remaining draw's tolerance.
+void prepare(std::vector<ReferenceDraw>& draws, const protocol::Protocol& protocol);
+
+// The tolerance of a draw under the scaled comparison: max(floor, multiplier x baseline error).
+double derive_tolerance(double baseline_error, const protocol::Protocol& protocol);
+
+// One candidate draw: its outputs or why it produced none (`bad_output`).
+protocol::DrawResult judge(const ReferenceDraw& reference, const std::vector<at::Tensor>& outputs,
+                           const std::optional<std::string>& bad_output, const protocol::Protocol& protocol);
+
+std::vector<protocol::FamilyResult> summarize(const std::vector<protocol::DrawResult>& draws,
+                                              const protocol::Protocol& protocol);
+
+struct CorrectnessDecision {
+  protocol::Verdict verdict;  // pass, incorrect or unverifiable
+  std::string reason;
+  std::vector<protocol::Finding> findings;
+};
+CorrectnessDecision decide(const std::vector<protocol::FamilyResult>& families, const protocol::Protocol& protocol);
+
+}  // namespace kbv::eval

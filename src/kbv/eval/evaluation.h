@@ -1,0 +1,34 @@
+// `kbv eval`: one (problem, candidate) pair under one protocol, end to end.
+#pragma once
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "kbv/eval/worker_client.h"
+#include "kbv/protocol/protocol.h"
+#include "kbv/protocol/record.h"
+
+namespace kbv::eval {
+
+// The evaluation could not be carried out: bad input (a broken problem file, no GPU) or a
+// failure of the evaluator or the reference. Whatever the candidate does is a verdict instead.
+struct EvalError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct EvalRequest {
+  std::string problem, candidate;
+  std::string device = "cpu";
+  protocol::Protocol protocol;
+  double timeout_seconds = 120;          // each worker step (forward, a timing round, ...)
+  double compile_timeout_seconds = 1800; // importing the candidate (its kernels compile then)
+  std::string cache_dir;                 // compiled extensions, keyed by content
+  WorkerLaunch launch;
+  std::function<void(std::string_view)> progress = [](std::string_view) {};
+};
+
+protocol::Record evaluate(const EvalRequest& request);
+
+}  // namespace kbv::eval

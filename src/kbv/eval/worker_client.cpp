@@ -1,0 +1,75 @@
+#include "kbv/eval/worker_client.h"
+
+#include "kbv/worker/tensor_codec.h"
+
+namespace kbv::eval {
+
+WorkerClient::WorkerClient(const std::string& role, const WorkerLaunch& launch)
+    : process_(worker::WorkerProcess::start({launch.executable, "worker", "--role", role, "--python", launch.python},
+                                            launch.environment)) {}
+
+Reply WorkerClient::request(const nlohmann::json& command, std::chrono::duration<double> timeout) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout);
+  const std::string what = command.value("cmd", "?");
+  worker::Received received;
+  try {
+    process_.send(command, {}, deadline);
+    received = process_.receive(deadline);
+  } catch (const worker::ChannelClosed&) {
+    received.status = worker::Received::Status::closed;
+  } catch (const worker::ChannelTimeout&) {
+    received.status = worker::Received::Status::timeout;
+  }
+  using Status = worker::Received::Status;
+  if (received.status != Status::message) {
+    running_ = false;
+    if (received.status == Status::timeout) {
+      process_.kill();
+      process_.wait();
+      throw WorkerLost("timeout", "no answer to '" + what + "' within " + std::to_string(timeout.count()) + " s");
+    }
+    process_.kill();  // a malformed reply means the channel cannot be trusted any more
+    const worker::ExitStatus status = process_.wait();
+    throw WorkerLost("crash", "worker process " + status.describe() + " during '" + what + "'" +
+                                  (received.error.empty() ? "" : " (" + received.error + ")"));
+  }
+  Reply reply;
+  reply.header = std::move(received.message.header);
+  if (reply.header.value("status", "") == "error") {
+    throw WorkerFailed(reply.header.value("kind", "internal"), reply.header.value("message", ""));
+  }
+  // Every blob is a tensor; their descriptions are in the header, in order, wherever they sit.
+  std::vector<nlohmann::json> metas;
+  auto collect = [&](const nlohmann::json& outputs) {
+    for (const auto& meta : outputs) metas.push_back(meta);
+  };
+  if (reply.header.contains("outputs")) collect(reply.header["outputs"]);
+  if (reply.header.contains("results")) {
+    for (const auto& result : reply.header["results"]) {
+      if (result.contains("outputs")) collect(result["outputs"]);
+    }
+  }
+  auto& blobs = received.message.blobs;
+  if (metas.size() != blobs.size()) {
+    throw WorkerFailed("internal", "reply to '" + what + "' describes " + std::to_string(metas.size()) +
+                                       " tensors but carries " + std::to_string(blobs.size()));
+  }
+  for (size_t i = 0; i < blobs.size(); ++i) reply.tensors.push_back(worker::decode(metas[i], std::move(blobs[i])));
+  return reply;
+}
+
+void WorkerClient::shutdown() {
+  if (!running_) return;
+  running_ = false;
+  try {
+    process_.send({{"cmd", "exit"}}, {}, std::chrono::steady_clock::now() + std::chrono::seconds(5));
+    process_.receive(std::chrono::steady_clock::now() + std::chrono::seconds(5));
+  } catch (const std::exception&) {
+    // Already gone: reaped below either way.
+  }
+  process_.kill();
+  process_.wait();
+}
+
+}  // namespace kbv::eval

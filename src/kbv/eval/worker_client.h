@@ -1,0 +1,56 @@
+// The parent's view of one worker: requests with deadlines, replies with their tensors decoded,
+// and the ways a worker can fail turned into typed errors.
+#pragma once
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <nlohmann/json.hpp>
+
+#include "kbv/worker/worker_process.h"
+
+namespace kbv::eval {
+
+// The worker died (crash) or did not answer in time (timeout); `description` says how.
+struct WorkerLost : std::runtime_error {
+  WorkerLost(std::string kind_, const std::string& description) : std::runtime_error(description), kind(std::move(kind_)) {}
+  std::string kind;  // crash | timeout
+};
+
+// The worker answered with an error: `kind` as in worker/failure.h.
+struct WorkerFailed : std::runtime_error {
+  WorkerFailed(std::string kind_, const std::string& message) : std::runtime_error(message), kind(std::move(kind_)) {}
+  std::string kind;
+};
+
+struct Reply {
+  nlohmann::json header;
+  std::vector<at::Tensor> tensors;  // every blob, in order
+};
+
+struct WorkerLaunch {
+  std::string executable;  // the kbv binary itself
+  std::string python;      // interpreter to embed
+  std::vector<std::pair<std::string, std::string>> environment;
+};
+
+class WorkerClient {
+ public:
+  WorkerClient(const std::string& role, const WorkerLaunch& launch);
+  // Sends `command` and waits up to `timeout` for the reply. Throws WorkerLost (the process is
+  // then killed and reaped) or WorkerFailed.
+  Reply request(const nlohmann::json& command, std::chrono::duration<double> timeout);
+  // Asks the worker to exit, then reaps it (killing it if it does not go within a few seconds).
+  void shutdown();
+  std::string log_tail() const { return process_.log_tail(); }
+
+ private:
+  worker::WorkerProcess process_;
+  bool running_ = true;
+};
+
+}  // namespace kbv::eval
