@@ -1,0 +1,61 @@
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+# Hidden work: a correct ReLU, launched on a side stream from the pool. The side stream waits for
+# the current stream (so x is ready), but nothing makes the current stream wait for the side
+# stream before forward returns: timing with events on the current stream alone misses the kernel.
+relu_cuda_source = r"""
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+
+__global__ void relu_kernel(const float* __restrict__ x, float* __restrict__ out, int64_t n) {
+    const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+    for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+         i += stride) {
+        const float v = x[i];
+        out[i] = v > 0.0f ? v : 0.0f;
+    }
+}
+
+torch::Tensor relu_forward(torch::Tensor x) {
+    TORCH_CHECK(x.is_cuda(), "expected a CUDA tensor");
+    TORCH_CHECK(x.scalar_type() == torch::kFloat32, "expected float32");
+    auto xc = x.contiguous();
+    auto out = torch::empty_like(xc);
+    const int64_t n = xc.numel();
+    if (n == 0) return out;
+    const int threads = 256;
+    const int blocks = static_cast<int>(std::min<int64_t>((n + threads - 1) / threads, 65535));
+    cudaStream_t current = at::cuda::getCurrentCUDAStream().stream();
+    at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
+    cudaEvent_t ready;
+    C10_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+    C10_CUDA_CHECK(cudaEventRecord(ready, current));
+    C10_CUDA_CHECK(cudaStreamWaitEvent(side.stream(), ready, 0));
+    C10_CUDA_CHECK(cudaEventDestroy(ready));
+    relu_kernel<<<blocks, threads, 0, side.stream()>>>(xc.data_ptr<float>(),
+                                                      out.data_ptr<float>(), n);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return out;  // no synchronisation with the current stream
+}
+"""
+
+relu_cpp_source = "torch::Tensor relu_forward(torch::Tensor x);"
+
+side_module = load_inline(
+    name="relu_side_stream_cuda",
+    cpp_sources=relu_cpp_source,
+    cuda_sources=relu_cuda_source,
+    functions=["relu_forward"],
+    verbose=False,
+)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super(ModelNew, self).__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return side_module.relu_forward(x)

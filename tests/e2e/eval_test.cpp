@@ -1,0 +1,259 @@
+// `kbv eval` end to end on the CPU, as a user runs it: the real binary, real worker processes,
+// real embedded Python and torch, candidates compiled by load_inline. Every CPU row of
+// examples/manifest.tsv is evaluated under both protocols and must get its expected verdict.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const fs::path kExamples = KBV_EXAMPLES_DIR;
+const fs::path kData = KBV_TEST_DATA_DIR;
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out, err;
+  json record;  // when --json was written
+};
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Runs `kbv eval ...` and collects its exit code, stdout, stderr and JSON record.
+Outcome kbv_eval(const std::vector<std::string>& args, const std::string& tag) {
+  static std::mutex mutex;
+  static int counter = 0;
+  int id;
+  {
+    std::lock_guard lock(mutex);
+    id = counter++;
+  }
+  const fs::path dir = fs::temp_directory_path() / ("kbv_e2e_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path out = dir / (std::to_string(id) + ".out"), err = dir / (std::to_string(id) + ".err"),
+                 record = dir / (std::to_string(id) + ".json");
+  std::string command = std::string(KBV_BINARY) + " eval";
+  for (const std::string& a : args) command += " '" + a + "'";
+  command += " --json '" + record.string() + "' >'" + out.string() + "' 2>'" + err.string() + "'";
+  Outcome run;
+  const int status = std::system(command.c_str());
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.out = slurp(out);
+  run.err = slurp(err);
+  if (fs::exists(record)) run.record = json::parse(slurp(record));
+  if (run.exit_code != 0) std::fprintf(stderr, "[%s] exit %d\n%s\n", tag.c_str(), run.exit_code, run.err.c_str());
+  return run;
+}
+
+struct Row {
+  std::string problem, candidate, device, expected_verified, expected_kernelbench, note;
+};
+
+std::vector<Row> manifest(const std::string& device) {
+  std::ifstream in(kExamples / "manifest.tsv");
+  std::vector<Row> rows;
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream fields(line);
+    for (std::string cell; std::getline(fields, cell, '\t');) cells.push_back(cell);
+    if (cells.size() < 5 || cells[2] != device) continue;
+    rows.push_back({cells[0], cells[1], cells[2], cells[3], cells[4], cells.size() > 5 ? cells[5] : ""});
+  }
+  return rows;
+}
+
+// Every CPU row under both protocols, two evaluations at a time (the machine has 2 cores).
+class ExampleSuite : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    rows_ = manifest("cpu");
+    std::vector<std::pair<std::string, std::vector<std::string>>> jobs;
+    for (const Row& row : rows_) {
+      for (const char* protocol : {"verified", "kernelbench"}) {
+        jobs.push_back({key(row.candidate, protocol),
+                        {(kExamples / row.problem).string(), (kExamples / row.candidate).string(), "--protocol",
+                         protocol, "--timeout", "30", "--quiet"}});
+      }
+    }
+    std::vector<std::future<void>> running;
+    std::mutex mutex;
+    size_t next = 0;
+    auto worker = [&] {
+      for (;;) {
+        size_t mine;
+        {
+          std::lock_guard lock(mutex);
+          if (next == jobs.size()) return;
+          mine = next++;
+        }
+        Outcome run = kbv_eval(jobs[mine].second, jobs[mine].first);
+        std::lock_guard lock(mutex);
+        runs_[jobs[mine].first] = std::move(run);
+      }
+    };
+    for (int i = 0; i < 2; ++i) running.push_back(std::async(std::launch::async, worker));
+    for (auto& f : running) f.get();
+  }
+
+  static std::string key(const std::string& candidate, const std::string& protocol) { return candidate + "|" + protocol; }
+  static const Outcome& run(const std::string& candidate, const std::string& protocol) {
+    return runs_.at(key(candidate, protocol));
+  }
+
+  static inline std::vector<Row> rows_;
+  static inline std::map<std::string, Outcome> runs_;
+};
+
+TEST_F(ExampleSuite, EveryRowGetsItsExpectedVerdictUnderBothProtocols) {
+  ASSERT_GE(rows_.size(), 15u);
+  for (const Row& row : rows_) {
+    for (const auto& [protocol, expected] :
+         {std::pair{"verified", row.expected_verified}, std::pair{"kernelbench", row.expected_kernelbench}}) {
+      const Outcome& r = run(row.candidate, protocol);
+      EXPECT_EQ(r.exit_code, 0) << row.candidate << " " << protocol << "\n" << r.err;
+      ASSERT_TRUE(r.record.is_object()) << row.candidate << " " << protocol << ": no record";
+      EXPECT_EQ(r.record.value("verdict", "?"), expected)
+          << row.candidate << " under " << protocol << ": " << r.record.value("verdict_reason", "") << "\n"
+          << r.out;
+    }
+  }
+}
+
+TEST_F(ExampleSuite, IdentityReluPassesKernelbenchAndIsCaughtAsDistributionSpecific) {
+  const json& kb = run("candidates/1_ReLU/cpu_identity.py", "kernelbench").record;
+  const json& v = run("candidates/1_ReLU/cpu_identity.py", "verified").record;
+  EXPECT_EQ(kb["verdict"], "pass");
+  EXPECT_EQ(v["verdict"], "incorrect");
+  ASSERT_EQ(v["findings"].size(), 1u);
+  EXPECT_EQ(v["findings"][0]["id"], "distribution_specific");
+  for (const json& family : v["correctness"]) {
+    if (family["family"] == "standard") EXPECT_EQ(family["status"], "pass");
+    if (family["family"] == "normal") EXPECT_EQ(family["status"], "fail");
+  }
+}
+
+TEST_F(ExampleSuite, ZeroSoftmaxPassesKernelbenchButNotTheScaledTolerance) {
+  EXPECT_EQ(run("candidates/3_Softmax/cpu_zeros.py", "kernelbench").record["verdict"], "pass");
+  const json& v = run("candidates/3_Softmax/cpu_zeros.py", "verified").record;
+  EXPECT_EQ(v["verdict"], "incorrect");
+  EXPECT_EQ(v["correctness"][0]["family"], "standard");
+  EXPECT_EQ(v["correctness"][0]["status"], "fail");  // fails on the problem's own inputs too
+}
+
+TEST_F(ExampleSuite, HonestRecordHasEveryField) {
+  const json& r = run("candidates/4_Matmul/cpu_honest.py", "verified").record;
+  ASSERT_EQ(r["verdict"], "pass");
+  EXPECT_EQ(r["protocol"]["name"], "verified");
+  EXPECT_EQ(r["correctness"].size(), 5u);
+  EXPECT_EQ(r["draws"].size(), 10u);
+  for (const char* key : {"baseline_ms", "candidate_ms", "speedup", "speedup_ci"}) EXPECT_TRUE(r["timing"].contains(key)) << key;
+  EXPECT_GE(r["timing"]["candidate"]["samples"].get<int>(), 10);
+  EXPECT_EQ(r["timing"]["timed_outputs_checked"], r["timing"]["candidate"]["samples"]);
+  for (const char* key : {"baseline_peak_bytes", "candidate_peak_bytes", "peak_ratio", "raises_peak"}) {
+    EXPECT_TRUE(r["memory"].contains(key)) << key;
+  }
+  // A 256x256 float32 output is 256 KiB: both sides allocate at least that much in one call.
+  EXPECT_GE(r["memory"]["baseline_peak_bytes"].get<int64_t>(), 256 * 1024);
+  EXPECT_GE(r["memory"]["candidate_peak_bytes"].get<int64_t>(), 256 * 1024);
+  for (const char* key : {"kbv", "torch", "python"}) EXPECT_TRUE(r["versions"].contains(key)) << key;
+  EXPECT_EQ(r["timing"]["baseline"]["flags"]["cublas"], true);  // the TF32 baseline, read back
+}
+
+TEST_F(ExampleSuite, KernelbenchPresetIsFaithful) {
+  const json& r = run("candidates/1_ReLU/cpu_honest.py", "kernelbench").record;
+  ASSERT_EQ(r["verdict"], "pass");
+  EXPECT_EQ(r["draws"].size(), 5u);
+  EXPECT_EQ(r["protocol"]["comparison"], "allclose");
+  EXPECT_EQ(r["protocol"]["atol"], 1e-4);
+  EXPECT_EQ(r["timing"]["candidate"]["samples"], 100);
+  EXPECT_EQ(r["timing"]["timed_outputs_checked"], 0);
+  EXPECT_EQ(r["timing"]["baseline"]["flags"]["cublas"], false);  // PyTorch's default
+  EXPECT_EQ(r["timing"]["baseline"]["flags"]["cudnn"], true);
+}
+
+TEST_F(ExampleSuite, FailuresCarryTheirEvidence) {
+  const json& compile = run("candidates/1_ReLU/cpu_compile_error.py", "verified").record;
+  EXPECT_NE(compile["verdict_reason"].get<std::string>().find("error"), std::string::npos);
+  const json& crash = run("candidates/1_ReLU/cpu_crash.py", "verified").record;
+  EXPECT_NE(crash["verdict_reason"].get<std::string>().find("SIGSEGV"), std::string::npos);
+  const json& exit = run("candidates/1_ReLU/cpu_exit.py", "verified").record;
+  EXPECT_NE(exit["verdict_reason"].get<std::string>().find("exited with code 3"), std::string::npos);
+  const json& raise = run("candidates/1_ReLU/cpu_raise.py", "verified").record;
+  EXPECT_NE(raise["verdict_reason"].get<std::string>().find("RuntimeError"), std::string::npos);
+  const json& hang = run("candidates/1_ReLU/cpu_hang.py", "verified").record;
+  EXPECT_NE(hang["verdict_reason"].get<std::string>().find("within 30"), std::string::npos);
+  const json& shape = run("candidates/1_ReLU/cpu_wrong_shape.py", "verified").record;
+  EXPECT_NE(shape["verdict_reason"].get<std::string>().find("shape"), std::string::npos);
+  const json& none = run("candidates/1_ReLU/no_modelnew.py", "verified").record;
+  EXPECT_NE(none["verdict_reason"].get<std::string>().find("ModelNew"), std::string::npos);
+}
+
+TEST_F(ExampleSuite, SummaryNamesVerdictFamiliesTimingAndMemory) {
+  const std::string& out = run("candidates/2_SumReduction/cpu_honest.py", "verified").out;
+  for (const char* text : {"verdict    pass", "correctness", "heavy", "speedup", "memory", "findings   none"}) {
+    EXPECT_NE(out.find(text), std::string::npos) << text << "\n" << out;
+  }
+}
+
+// Bad input gets a clear message and a non-zero exit, never a traceback.
+TEST(BadInput, MissingFileIsAUsageError) {
+  const Outcome r = kbv_eval({"/nonexistent/problem.py", (kExamples / "candidates/1_ReLU/cpu_honest.py").string()}, "missing");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("/nonexistent/problem.py"), std::string::npos) << r.err;
+}
+
+TEST(BadInput, ProblemWithoutGetInputsIsNamed) {
+  const Outcome r = kbv_eval({(kData / "problem_without_get_inputs.py").string(),
+                          (kExamples / "candidates/1_ReLU/cpu_honest.py").string(), "--quiet"},
+                         "no get_inputs");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("defines no `get_inputs`"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("Traceback"), std::string::npos) << r.err;
+}
+
+TEST(BadInput, CudaWithoutAGpuIsNamed) {
+  const Outcome r = kbv_eval({(kExamples / "problems/1_ReLU.py").string(),
+                          (kExamples / "candidates/1_ReLU/cpu_honest.py").string(), "--device", "cuda", "--quiet"},
+                         "no gpu");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no CUDA device"), std::string::npos) << r.err;
+}
+
+TEST(BadInput, UnknownProtocolIsAUsageError) {
+  const Outcome r = kbv_eval({(kExamples / "problems/1_ReLU.py").string(),
+                          (kExamples / "candidates/1_ReLU/cpu_honest.py").string(), "--protocol", "fast"},
+                         "protocol");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("fast"), std::string::npos) << r.err;
+}
+
+TEST(Unverifiable, StochasticReferenceIsNotJudged) {
+  const Outcome r = kbv_eval({(kData / "problem_stochastic.py").string(),
+                          (kExamples / "candidates/1_ReLU/cpu_honest.py").string(), "--quiet"},
+                         "stochastic");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.record["verdict"], "unverifiable");
+  EXPECT_NE(r.record["verdict_reason"].get<std::string>().find("stochastic"), std::string::npos);
+}
+
+}  // namespace

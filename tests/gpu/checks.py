@@ -1,0 +1,71 @@
+"""GPU-only checks on the demo's records, plus repeated evaluations of one candidate.
+Usage: checks.py KBV DEMO_DIR OUT_DIR. Prints a table last; exits 1 when a check fails."""
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+kbv, demo, out = sys.argv[1:4]
+root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+examples = os.path.join(root, "examples")
+failures = []
+
+
+def record(candidate, protocol):
+    with open(os.path.join(demo, candidate.replace("/", "_")[: -len(".py")] + f".{protocol}.json")) as f:
+        return json.load(f)
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def median_ms(samples):
+    return statistics.median(samples) * 1e3
+
+
+# 1. The verified baseline really ran with TF32: at 4096^3 the fp32 matmul takes ~2.7 ms on the
+#    H200 without TF32 and ~0.35 ms with it (docs/PROTOCOL.md, background facts).
+verified = record("candidates/7_LargeMatmul/cuda_honest.py", "verified")
+standard = record("candidates/7_LargeMatmul/cuda_honest.py", "kernelbench")
+tf32_ms, fp32_ms = verified["timing"]["baseline_ms"], standard["timing"]["baseline_ms"]
+print(f"matmul 4096^3 baseline: verified (TF32) {tf32_ms:.3f} ms, kernelbench (no TF32) {fp32_ms:.3f} ms, "
+      f"ratio {fp32_ms / tf32_ms:.2f}x; flags read back {verified['timing']['baseline']['flags']} / "
+      f"{standard['timing']['baseline']['flags']}")
+check(verified["timing"]["baseline"]["flags"] == {"cublas": True, "cudnn": True}, "verified baseline flags read back on")
+check(tf32_ms < 0.6 and fp32_ms > 1.5, "verified baseline near the TF32 figure, kernelbench near the FP32 one")
+
+# 2. Side-stream work is inside the measured time: the same kernel on a pool stream, not joined.
+side = record("candidates/1_ReLU/cuda_side_stream.py", "verified")
+honest = record("candidates/1_ReLU/cuda_honest.py", "verified")
+side_all = median_ms(side["timing"]["candidate"]["samples_seconds"])
+side_stream = median_ms(side["timing"]["candidate"]["stream_samples_seconds"])
+honest_all = median_ms(honest["timing"]["candidate"]["samples_seconds"])
+print(f"side stream: device-wide {side_all:.4f} ms, current stream only {side_stream:.4f} ms; "
+      f"honest on the current stream {honest_all:.4f} ms")
+check(side_all >= 0.8 * honest_all, "side-stream candidate's measured time includes its kernel")
+check(side["verdict"] == "pass", "side-stream candidate's outputs checked correct")
+
+# 3. Spread of the speedup over 5 evaluations of one candidate.
+candidate = "candidates/7_LargeMatmul/cuda_honest.py"
+speedups = []
+for i in range(5):
+    path = os.path.join(out, f"repeat{i}.json")
+    subprocess.run([kbv, "eval", os.path.join(examples, "problems/7_LargeMatmul.py"), os.path.join(examples, candidate),
+                    "--device", "cuda", "--quiet", "--json", path], check=True, stdout=subprocess.DEVNULL)
+    with open(path) as f:
+        speedups.append(json.load(f)["timing"]["speedup"])
+spread = (max(speedups) - min(speedups)) / statistics.median(speedups)
+print(f"repeated speedups of {candidate}: " + ", ".join(f"{s:.4f}" for s in speedups) + f"; spread {spread:.2%}")
+check(spread <= 0.05, "speedup spread over 5 evaluations within 5%")
+
+print("\n| check | figure |\n|---|---|")
+print(f"| baseline 4096^3 fp32 matmul, verified (TF32) | {tf32_ms:.3f} ms |")
+print(f"| baseline 4096^3 fp32 matmul, kernelbench (no TF32) | {fp32_ms:.3f} ms |")
+print(f"| side-stream ReLU: device-wide / stream-only / honest | {side_all:.4f} / {side_stream:.4f} / {honest_all:.4f} ms |")
+print(f"| speedup over 5 evaluations (7_LargeMatmul honest) | {min(speedups):.4f}..{max(speedups):.4f}, spread {spread:.2%} |")
+print(f"\n{'all GPU checks passed' if not failures else str(len(failures)) + ' GPU checks FAILED'}")
+sys.exit(1 if failures else 0)

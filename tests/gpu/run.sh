@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# GPU tests, run on the H200 machine in one call: builds kbv against the image's python3 and
+# torch, builds every CUDA example in parallel, evaluates the CUDA rows of examples/manifest.tsv
+# under both protocols (their expected verdicts are the checks), then the GPU-only checks (TF32
+# baseline, side-stream work inside the measured time, spread of repeated evaluations).
+# Prints a short table last. Usage: tests/gpu/run.sh [OUT_DIR]   (stages: KBV_GPU_STAGES)
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=${1:-${OUT:-$root/build-gpu/out}}
+stages=${KBV_GPU_STAGES:-build compile demo checks}
+export KBV_CACHE=${KBV_CACHE:-/tmp/kbv-cache}
+export KBV=$root/build-gpu/kbv
+python=${KBV_PYTHON:-$(command -v python3)}
+mkdir -p "$out"
+cd "$root"
+status=0
+for stage in $stages; do
+  start=$(date +%s)
+  case $stage in
+    build)
+      make build PYTHON="$python" BUILD=build-gpu JOBS="$(nproc)" >"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; } ;;
+    compile)
+      "$KBV" compile --device cuda -j "$(nproc)" examples/candidates/*/cuda_*.py | tee "$out/compile.log" ;;
+    demo)
+      examples/demo.sh cuda "$out/demo" | tee "$out/demo.txt" || status=1 ;;
+    checks)
+      python3 tests/gpu/checks.py "$KBV" "$out/demo" "$out" | tee "$out/checks.txt" || status=1 ;;
+  esac
+  echo "stage $stage: $(( $(date +%s) - start )) s"
+done
+exit $status

@@ -1,0 +1,161 @@
+// Tolerance derivation, per-draw judgement and the correctness verdict (PROTOCOL.md,
+// "Correctness" 2-4), on real tensors: the TF32 yardstick is simulated by rounding the
+// mantissa to TF32's 10 bits, which is what TF32 does to a matmul's operands.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include "kbv/check/comparison.h"
+#include "kbv/eval/correctness.h"
+#include "kbv/eval/plan.h"
+
+namespace kbv::eval {
+namespace {
+
+using protocol::Family;
+
+// Keeps 10 mantissa bits (TF32) of float32 values.
+at::Tensor round_to_tf32(const at::Tensor& x) {
+  return x.view(at::kInt).bitwise_and(~((1 << 13) - 1)).view(at::kFloat);
+}
+
+ReferenceDraw matmul_draw(Family family = Family::standard) {
+  const at::Tensor a = at::randn({128, 128}), b = at::randn({128, 128});
+  ReferenceDraw d;
+  d.draw = {family, 0, nlohmann::json::object(), 1};
+  d.reference = {at::matmul(a.to(at::kDouble), b.to(at::kDouble)).to(at::kFloat)};
+  d.baseline = {at::matmul(round_to_tf32(a), round_to_tf32(b))};
+  return d;
+}
+
+TEST(Tolerance, IsTheFloorWhenTheBaselineIsExact) {
+  const protocol::Protocol p = protocol::verified();
+  EXPECT_EQ(derive_tolerance(0.0, p), p.error_floor);
+  EXPECT_EQ(derive_tolerance(1e-3, p), 3e-3);
+}
+
+TEST(Tolerance, AsAccurateAsTf32PassesTenTimesWorseFails) {
+  const protocol::Protocol p = protocol::verified();
+  std::vector<ReferenceDraw> draws = {matmul_draw()};
+  prepare(draws, p);
+  const ReferenceDraw& d = draws[0];
+  ASSERT_GT(d.baseline_error, p.error_floor / p.baseline_multiplier);  // TF32 error dominates the floor
+  EXPECT_EQ(judge(d, d.baseline, std::nullopt, p).status, "pass");
+  // Ten times the baseline's own error: the reference plus 10x the baseline's deviation.
+  const at::Tensor worse = d.reference[0] + 10 * (d.baseline[0] - d.reference[0]);
+  EXPECT_EQ(judge(d, {worse}, std::nullopt, p).status, "fail");
+}
+
+TEST(Prepare, NonFiniteReferenceUnderAHiddenFamilyIsOutOfDomain) {
+  const protocol::Protocol p = protocol::verified();
+  ReferenceDraw standard = matmul_draw(Family::standard);
+  ReferenceDraw normal = matmul_draw(Family::normal);
+  normal.reference[0][0][0] = std::nan("");
+  normal.baseline[0][0][0] = std::nan("");
+  std::vector<ReferenceDraw> draws = {standard, normal};
+  prepare(draws, p);
+  EXPECT_TRUE(draws[0].skip_reason.empty());
+  EXPECT_NE(draws[1].skip_reason.find("out of domain"), std::string::npos);
+}
+
+TEST(Prepare, ADrawTheBaselineFailsIsSkipped) {
+  const protocol::Protocol p = protocol::verified();
+  ReferenceDraw d = matmul_draw();
+  d.baseline[0][1][1] = std::numeric_limits<float>::infinity();
+  std::vector<ReferenceDraw> draws = {d};
+  prepare(draws, p);
+  EXPECT_NE(draws[0].skip_reason.find("baseline_fails"), std::string::npos);
+}
+
+TEST(Judge, BadOutputsFailWithTheirReason) {
+  const protocol::Protocol p = protocol::verified();
+  std::vector<ReferenceDraw> draws = {matmul_draw()};
+  prepare(draws, p);
+  EXPECT_EQ(judge(draws[0], {}, std::string("output 0 is builtins.int"), p).reason, "output 0 is builtins.int");
+  const auto wrong_shape = judge(draws[0], {at::zeros({128 * 128})}, std::nullopt, p);
+  EXPECT_EQ(wrong_shape.status, "fail");
+  EXPECT_NE(wrong_shape.reason.find("shape"), std::string::npos);
+}
+
+TEST(Judge, KernelbenchUsesAllclose) {
+  const protocol::Protocol p = protocol::kernelbench();
+  ReferenceDraw d;
+  d.draw = {Family::standard, 0, nlohmann::json::object(), 1};
+  d.reference = {at::softmax(at::rand({2, 65536}), 1)};
+  d.baseline = d.reference;
+  std::vector<ReferenceDraw> draws = {d};
+  prepare(draws, p);
+  // Its blind spot, reproduced: zeros pass a wide softmax.
+  EXPECT_EQ(judge(draws[0], {at::zeros_like(d.reference[0])}, std::nullopt, p).status, "pass");
+  EXPECT_EQ(judge(draws[0], {d.reference[0] + 1e-3}, std::nullopt, p).status, "fail");
+}
+
+protocol::FamilyResult family(const std::string& name, const std::string& status) {
+  protocol::FamilyResult f;
+  f.family = name;
+  f.status = status;
+  return f;
+}
+
+TEST(Decide, HiddenFailureAfterStandardPassIsDistributionSpecific) {
+  const auto d = decide({family("standard", "pass"), family("normal", "fail"), family("shifted", "pass"),
+                         family("heavy", "pass"), family("sparse", "pass")},
+                        protocol::verified());
+  EXPECT_EQ(d.verdict, protocol::Verdict::incorrect);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].id, "distribution_specific");
+}
+
+TEST(Decide, StandardFailureIsIncorrectWithoutTheFinding) {
+  const auto d = decide({family("standard", "fail"), family("normal", "fail"), family("shifted", "pass")},
+                        protocol::verified());
+  EXPECT_EQ(d.verdict, protocol::Verdict::incorrect);
+  EXPECT_TRUE(d.findings.empty());
+}
+
+TEST(Decide, FewerThanTwoHiddenFamiliesInDomainIsUnverifiable) {
+  const auto d = decide({family("standard", "pass"), family("normal", "pass"), family("shifted", "skipped"),
+                         family("heavy", "skipped"), family("sparse", "skipped")},
+                        protocol::verified());
+  EXPECT_EQ(d.verdict, protocol::Verdict::unverifiable);
+  EXPECT_EQ(decide({family("standard", "pass")}, protocol::kernelbench()).verdict, protocol::Verdict::pass);
+}
+
+TEST(Summarize, CountsDrawsPerFamily) {
+  std::vector<protocol::DrawResult> draws(3);
+  draws[0] = {"standard", 0, 1, "pass", "", 1e-6, 1e-4, 0};
+  draws[1] = {"standard", 1, 2, "fail", "too far", 1e-2, 1e-4, 0};
+  draws[2] = {"normal", 0, 3, "skipped", "out of domain", 0, 0, 0};
+  const auto families = summarize(draws, protocol::verified());
+  EXPECT_EQ(families[0].status, "fail");
+  EXPECT_EQ(families[0].passed, 1);
+  EXPECT_EQ(families[0].draws, 2);
+  EXPECT_EQ(families[0].reason, "too far");
+  EXPECT_EQ(families[1].status, "skipped");
+  EXPECT_EQ(families[1].skipped, 1);
+}
+
+TEST(Plan, KernelbenchSeedsAreKernelBenchsOwn) {
+  // torch.manual_seed(42); [torch.randint(0, 2**32 - 1, (1,)).item() for _ in range(5)]
+  // printed by torch 2.11: KernelBench's correctness trial seeds.
+  const protocol::Protocol p = protocol::kernelbench();
+  std::mt19937_64 rng = make_rng(p);
+  const auto draws = plan_draws(p, rng);
+  const std::vector<std::uint64_t> expected = {734796314, 576165995, 2197670066, 839703249, 2584932063};
+  ASSERT_EQ(draws.size(), expected.size());
+  for (size_t i = 0; i < draws.size(); ++i) {
+    EXPECT_EQ(draws[i].seed, expected[i]);
+    EXPECT_EQ(draws[i].family, Family::standard);
+  }
+}
+
+TEST(Plan, VerifiedSeedsAreSecretAndFresh) {
+  const protocol::Protocol p = protocol::verified();
+  std::mt19937_64 a = make_rng(p), b = make_rng(p);
+  const auto first = plan_draws(p, a), second = plan_draws(p, b);
+  ASSERT_EQ(first.size(), 10u);  // 5 families x 2 draws
+  EXPECT_NE(first[0].seed, second[0].seed);
+  EXPECT_NE(first[2].params, second[2].params);
+}
+
+}  // namespace
+}  // namespace kbv::eval
