@@ -132,7 +132,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    return app.exit(error);
+    // --help and --version exit 0; every other parse or validation error is a usage error.
+    return app.exit(error) == 0 ? 0 : 2;
   }
   try {
     if (*eval_cmd) return run_eval(eval);

@@ -141,7 +141,7 @@ void evaluate_candidate(WorkerClient& worker, const EvalRequest& request, const 
   record.candidate_timing = std::move(timing.result);
   sketches = std::move(timing.sketches);
   const Reply memory = worker.request({{"cmd", "memory"}, {"mode", "candidate"}}, Seconds(request.timeout_seconds));
-  record.candidate_memory->peak_bytes = memory.header.at("peak_bytes");
+  record.candidate_memory->peak_bytes = memory.header.at("peak_bytes").get<std::int64_t>();
   if (memory.header.contains("driver_growth_bytes")) record.candidate_memory->driver_growth_bytes = memory.header["driver_growth_bytes"];
 }
 
@@ -207,7 +207,7 @@ Record evaluate(const EvalRequest& request) {
       request.compile_timeout_seconds);
   record.versions = loaded.header.at("versions");
   record.versions["kbv"] = KBV_VERSION;
-  for (const char* key : {"gpu", "driver"}) {
+  for (const char* key : {"gpu", "cuda_driver_api"}) {
     if (loaded.header.contains(key)) record.versions[key] = loaded.header[key];
   }
   request.progress("reference: " + std::to_string(plan.size()) + " input draws");
@@ -230,7 +230,7 @@ Record evaluate(const EvalRequest& request) {
   const Reply base_memory = reference_request(reference, {{"cmd", "memory"}, {"mode", "baseline"}}, request.timeout_seconds);
   record.baseline_memory.emplace();
   record.baseline_memory->footprint_bytes = loaded.header.value("footprint_bytes", 0);
-  record.baseline_memory->peak_bytes = base_memory.header.at("peak_bytes");
+  record.baseline_memory->peak_bytes = base_memory.header.at("peak_bytes").get<std::int64_t>();
   if (base_memory.header.contains("driver_growth_bytes")) {
     record.baseline_memory->driver_growth_bytes = base_memory.header["driver_growth_bytes"];
   }

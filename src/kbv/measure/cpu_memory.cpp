@@ -1,6 +1,10 @@
 // The CPU meter: c10's CPU allocator wrapped so that each allocation's size is counted when it
-// is made and uncounted when its deleter runs; peak is the high-water mark since reset_peak().
+// is made and uncounted when it is freed; peak is the high-water mark since reset_peak().
+// Its data pointers stay "simple" (context == data, one raw deleter), as callers of
+// raw_allocate (oneDNN convolutions, for one) require; sizes are found by address.
 #include <atomic>
+#include <mutex>
+#include <unordered_map>
 
 #include <c10/core/CPUAllocator.h>
 
@@ -11,59 +15,81 @@ namespace {
 
 class CountingCpuAllocator final : public c10::Allocator {
  public:
-  explicit CountingCpuAllocator(c10::Allocator* base) : base_(base) {}
+  explicit CountingCpuAllocator(c10::Allocator* base) : base_(base), base_deleter_(base->raw_deleter()) {}
 
   c10::DataPtr allocate(size_t bytes) override {
-    auto* held = new Held{base_->allocate(bytes), bytes, this};
-    const std::int64_t now = current_.fetch_add(static_cast<std::int64_t>(bytes)) + static_cast<std::int64_t>(bytes);
-    std::int64_t seen = peak_.load();
-    while (now > seen && !peak_.compare_exchange_weak(seen, now)) {
+    void* data = base_->raw_allocate(bytes);
+    {
+      std::lock_guard lock(mutex_);
+      sizes_[data] = bytes;
+      current_ += static_cast<std::int64_t>(bytes);
+      peak_ = std::max(peak_, current_);
     }
-    return {held->inner.get(), held, &Held::release, held->inner.device()};
+    return {data, data, &release, c10::Device(c10::kCPU)};
   }
+
+  c10::DeleterFnPtr raw_deleter() const override { return &release; }
 
   void copy_data(void* dest, const void* src, std::size_t count) const override { default_copy_data(dest, src, count); }
 
-  std::int64_t current() const { return current_.load(); }
-  std::int64_t peak() const { return peak_.load(); }
-  void reset_peak() { peak_.store(current_.load()); }
+  std::int64_t current() {
+    std::lock_guard lock(mutex_);
+    return current_;
+  }
+  std::int64_t peak() {
+    std::lock_guard lock(mutex_);
+    return peak_;
+  }
+  void reset_peak() {
+    std::lock_guard lock(mutex_);
+    peak_ = current_;
+  }
+
+  static inline CountingCpuAllocator* instance = nullptr;
 
  private:
-  struct Held {
-    c10::DataPtr inner;
-    size_t bytes;
-    CountingCpuAllocator* owner;
-    static void release(void* context) {
-      auto* held = static_cast<Held*>(context);
-      held->owner->current_.fetch_sub(static_cast<std::int64_t>(held->bytes));
-      delete held;
+  static void release(void* data) {
+    if (data == nullptr) return;
+    CountingCpuAllocator* self = instance;
+    {
+      std::lock_guard lock(self->mutex_);
+      auto found = self->sizes_.find(data);
+      if (found != self->sizes_.end()) {
+        self->current_ -= static_cast<std::int64_t>(found->second);
+        self->sizes_.erase(found);
+      }
     }
-  };
+    self->base_deleter_(data);
+  }
 
   c10::Allocator* base_;
-  std::atomic<std::int64_t> current_{0};
-  std::atomic<std::int64_t> peak_{0};
+  c10::DeleterFnPtr base_deleter_;
+  std::mutex mutex_;
+  std::unordered_map<void*, size_t> sizes_;
+  std::int64_t current_ = 0;
+  std::int64_t peak_ = 0;
 };
-
-CountingCpuAllocator* counting_allocator = nullptr;
 
 class CpuMemoryMeter final : public MemoryMeter {
  public:
-  std::int64_t allocated() override { return counting_allocator ? counting_allocator->current() : 0; }
+  std::int64_t allocated() override { return allocator() ? allocator()->current() : 0; }
   void reset_peak() override {
-    if (counting_allocator) counting_allocator->reset_peak();
+    if (allocator()) allocator()->reset_peak();
   }
-  std::int64_t peak() override { return counting_allocator ? counting_allocator->peak() : 0; }
+  std::int64_t peak() override { return allocator() ? allocator()->peak() : 0; }
   std::optional<std::int64_t> driver_used() override { return std::nullopt; }
+
+ private:
+  static CountingCpuAllocator* allocator() { return CountingCpuAllocator::instance; }
 };
 
 }  // namespace
 
 void install_counting_cpu_allocator() {
-  if (counting_allocator != nullptr) return;
+  if (CountingCpuAllocator::instance != nullptr) return;
   // Never freed: tensors alive at exit still point at it.
-  counting_allocator = new CountingCpuAllocator(c10::GetDefaultCPUAllocator());
-  c10::SetCPUAllocator(counting_allocator, /*priority=*/100);
+  CountingCpuAllocator::instance = new CountingCpuAllocator(c10::GetDefaultCPUAllocator());
+  c10::SetCPUAllocator(CountingCpuAllocator::instance, /*priority=*/100);
 }
 
 std::unique_ptr<MemoryMeter> make_memory_meter(const c10::Device& device) {

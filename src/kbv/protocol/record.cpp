@@ -63,17 +63,17 @@ json to_json(const Record& r) {
 
   json memory = json::object();
   if (r.baseline_memory) {
-    memory["baseline_peak_bytes"] = r.baseline_memory->peak_bytes;
+    if (r.baseline_memory->peak_bytes) memory["baseline_peak_bytes"] = *r.baseline_memory->peak_bytes;
     memory["baseline_footprint_bytes"] = r.baseline_memory->footprint_bytes;
     if (r.baseline_memory->driver_growth_bytes) memory["baseline_driver_growth_bytes"] = *r.baseline_memory->driver_growth_bytes;
   }
   if (r.candidate_memory) {
-    memory["candidate_peak_bytes"] = r.candidate_memory->peak_bytes;
+    if (r.candidate_memory->peak_bytes) memory["candidate_peak_bytes"] = *r.candidate_memory->peak_bytes;
     memory["candidate_footprint_bytes"] = r.candidate_memory->footprint_bytes;
     if (r.candidate_memory->driver_growth_bytes) memory["candidate_driver_growth_bytes"] = *r.candidate_memory->driver_growth_bytes;
   }
-  if (r.baseline_memory && r.candidate_memory) {
-    const auto base = r.baseline_memory->peak_bytes, cand = r.candidate_memory->peak_bytes;
+  if (r.baseline_memory && r.candidate_memory && r.baseline_memory->peak_bytes && r.candidate_memory->peak_bytes) {
+    const auto base = *r.baseline_memory->peak_bytes, cand = *r.candidate_memory->peak_bytes;
     if (base > 0) memory["peak_ratio"] = static_cast<double>(cand) / static_cast<double>(base);
     // "Raises peak memory": more than 1% and more than 1 MiB above the baseline (PROTOCOL.md).
     memory["raises_peak"] = cand > base + std::max<std::int64_t>(base / 100, 1 << 20);

@@ -51,7 +51,7 @@ struct TimingResult {
 };
 
 struct MemoryResult {
-  std::int64_t peak_bytes = 0;       // allocator peak above the pre-call level, one call
+  std::optional<std::int64_t> peak_bytes;  // allocator peak above the pre-call level, one call
   std::int64_t footprint_bytes = 0;  // held by the module after construction
   std::optional<std::int64_t> driver_growth_bytes;
 };

@@ -1,6 +1,8 @@
 # The Python side of a kbv worker: the few steps that must run as Python (importing KernelBench
 # files, constructing modules, calling forward). Everything around them is C++.
+import fcntl
 import importlib.util
+import os
 import random
 import subprocess
 import sys
@@ -20,13 +22,25 @@ def load_module(path, name):
 
 
 def load_candidate(path, name):
-    """Imports a candidate (its kernels compile here). Returns (module, None) or (None, (kind, log))."""
+    """Imports a candidate (its kernels compile here). Returns (module, None) or (None, (kind, log)).
+    One import at a time per extension directory: torch's own build lock lets a process that waited
+    import a build that failed in the process holding it, a compile error then misread as a missing
+    module."""
+    directory = os.environ.get("TORCH_EXTENSIONS_DIR")
+    lock = None
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+        lock = open(os.path.join(directory, "kbv-build.lock"), "w")
+        fcntl.flock(lock, fcntl.LOCK_EX)
     try:
         return load_module(path, name), None
     except BaseException as error:  # SystemExit and KeyboardInterrupt included: the candidate's doing
         log = traceback.format_exc()
         building = isinstance(error, subprocess.CalledProcessError) or "Error building extension" in log
         return None, ("compile_error" if building else "runtime_error", log)
+    finally:
+        if lock is not None:
+            lock.close()
 
 
 def build(cls, init, seed):

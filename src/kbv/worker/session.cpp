@@ -47,7 +47,7 @@ nlohmann::json Session::select_device(const std::string& name) {
   }
   device_ = c10::Device(c10::kCUDA, 0);
   facts["gpu"] = cuda.attr("get_device_name")(0).cast<std::string>();
-  facts["driver"] = measure::cuda_driver_version();
+  facts["cuda_driver_api"] = measure::cuda_driver_version();
   // Candidates compile for this device only (torch would otherwise build for every arch it knows).
   py::object environ = py::module_::import("os").attr("environ");
   if (!environ.contains("TORCH_CUDA_ARCH_LIST")) {
@@ -150,9 +150,17 @@ nlohmann::json Session::apply_flags(const std::string& mode) {
 
 Forward Session::forward(const std::string& mode, const py::list& inputs) {
   apply_flags(mode);
-  const std::string kind = role_ == Role::candidate ? "runtime_error" : "reference_error";
-  const std::string what = role_ == Role::candidate ? "ModelNew.forward raised" : "Model.forward raised";
-  py::object result = guarded(kind, what, [&] { return python::harness().attr("forward")(model_, inputs); });
+  return collect(call_forward(inputs));
+}
+
+py::object Session::call_forward(const py::list& inputs) {
+  const bool candidate = role_ == Role::candidate;
+  return guarded(candidate ? "runtime_error" : "reference_error",
+                 candidate ? "ModelNew.forward raised" : "Model.forward raised",
+                 [&] { return python::harness().attr("forward")(model_, inputs); });
+}
+
+Forward Session::collect(const py::object& result) {
   Forward forward;
   py::tuple split = python::harness().attr("split_outputs")(result);
   if (split[0].is_none()) {
@@ -196,21 +204,10 @@ void Session::warm_up(int calls, const std::string& mode) {
 measure::TimedCall Session::timed_call(size_t set, const std::string& mode) {
   if (set >= pool_.size()) throw Failure("internal", "no timing input set " + std::to_string(set));
   apply_flags(mode);
-  const std::string kind = role_ == Role::candidate ? "runtime_error" : "reference_error";
-  py::object forward = python::harness().attr("forward");
   py::object result;
   timer_->flush_cache();
-  const measure::TimedCall timed = timer_->time([&] {
-    result = guarded(kind, "forward raised while timed", [&] { return forward(model_, pool_[set]); });
-  });
-  Forward& last = last_[set];
-  last = Forward{};
-  py::tuple split = python::harness().attr("split_outputs")(result);
-  if (split[0].is_none()) {
-    last.bad_output = split[1].cast<std::string>();
-  } else {
-    for (const py::handle item : py::list(split[0])) last.outputs.push_back(py::cast<at::Tensor>(item));
-  }
+  const measure::TimedCall timed = timer_->time([&] { result = call_forward(pool_[set]); });
+  last_[set] = collect(result);  // outside the timed region
   return timed;
 }
 

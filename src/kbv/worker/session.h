@@ -59,6 +59,10 @@ class Session {
   // Selects the device named by the command (checking it exists); returns facts for the record.
   nlohmann::json select_device(const std::string& name);
   pybind11::object import_candidate(const std::string& path);
+  // forward(*inputs) under torch.no_grad(); a Python exception becomes a Failure.
+  pybind11::object call_forward(const pybind11::list& inputs);
+  // The result as tensors, or why it is not.
+  static Forward collect(const pybind11::object& result);
 
   Role role_;
   c10::Device device_{c10::kCPU};

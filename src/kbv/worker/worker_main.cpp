@@ -127,6 +127,7 @@ int run_worker(Role role, const std::string& python_executable) {
     } catch (const Failure& failure) {
       kind = failure.kind;
       text = failure.what();
+      if (role == Role::candidate && kind == "runtime_error") kind = classify_candidate_error(text);
     } catch (const pybind11::error_already_set& error) {
       kind = role == Role::candidate ? classify_candidate_error(error.what()) : "internal";
       text = error.what();
