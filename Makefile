@@ -11,13 +11,12 @@ DEVICE ?= $(shell $(PYTHON) -c 'import torch; print("cuda" if torch.cuda.is_avai
 .PHONY: build test demo deps clean
 
 deps:
-	@scripts/stage-deps.sh
+	@scripts/install-deps.sh
 
-$(BUILD)/build.ninja: CMakeLists.txt
-	@test -f .deps/include/CLI/CLI.hpp || scripts/stage-deps.sh
+$(BUILD)/build.ninja: CMakeLists.txt | deps
 	cmake -S . -B $(BUILD) -G Ninja -DPython3_EXECUTABLE=$(PYTHON)
 
-build: $(BUILD)/build.ninja
+build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
 test: build

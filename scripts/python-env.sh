@@ -11,6 +11,7 @@ key=$( (cat "$root/requirements.txt"; "$base" --version) | sha256sum | cut -c1-1
 venv=${KBV_CACHE:-$HOME/.cache/kbv}/venv-$key
 if [ ! -x "$venv/bin/python" ] || [ ! -f "$venv/.complete" ]; then
   echo "kbv: creating $venv (torch download on first use)" >&2
+  "$root/scripts/install-deps.sh" >&2  # python3-venv, python3-dev among them
   rm -rf "$venv"
   "$base" -m venv "$venv" >&2
   "$venv/bin/pip" install -q --upgrade pip >&2
