@@ -160,6 +160,15 @@ TEST_F(ExampleSuite, ZeroSoftmaxPassesKernelbenchButNotTheScaledTolerance) {
   EXPECT_EQ(v["correctness"][0]["status"], "fail");  // fails on the problem's own inputs too
 }
 
+TEST_F(ExampleSuite, ReplayedOutputsAreCaughtInTheTimedCalls) {
+  // Correct on every checked draw, stale once timing starts: only the check of timed outputs sees it.
+  EXPECT_EQ(run("candidates/1_ReLU/cpu_call_cache.py", "kernelbench").record["verdict"], "pass");
+  const json& v = run("candidates/1_ReLU/cpu_call_cache.py", "verified").record;
+  EXPECT_EQ(v["verdict"], "incorrect");
+  EXPECT_NE(v["verdict_reason"].get<std::string>().find("timed call"), std::string::npos) << v["verdict_reason"];
+  for (const json& family : v["correctness"]) EXPECT_EQ(family["status"], "pass") << family["family"];
+}
+
 TEST_F(ExampleSuite, HonestRecordHasEveryField) {
   const json& r = run("candidates/4_Matmul/cpu_honest.py", "verified").record;
   ASSERT_EQ(r["verdict"], "pass");

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include <ATen/ATen.h>
@@ -36,8 +37,7 @@ Reply reference_request(WorkerClient& worker, const json& command, double timeou
   try {
     return worker.request(command, Seconds(timeout));
   } catch (const WorkerFailed& failed) {
-    if (failed.kind == "no_device") throw EvalError(failed.what());
-    if (failed.kind == "problem_error") throw EvalError(failed.what());
+    if (failed.kind == "no_device" || failed.kind == "problem_error") throw EvalError(failed.what());
     throw EvalError("the reference worker failed (" + failed.kind + "): " + failed.what());
   } catch (const WorkerLost& lost) {
     throw EvalError("the reference worker " + std::string(lost.what()) + "\n" + worker.log_tail());
@@ -94,10 +94,6 @@ std::vector<ReferenceDraw> reference_draws(WorkerClient& worker, const std::vect
   }
   return draws;
 }
-
-}  // namespace
-
-namespace {
 
 // The candidate side, run until a verdict other than pass is reached or everything is measured.
 // Throws WorkerFailed / WorkerLost for the caller to file as the candidate's verdict.
