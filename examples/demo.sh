@@ -18,7 +18,7 @@ while IFS=$'\t' read -r problem candidate _device _v _k _note; do
   for protocol in verified kernelbench; do
     echo "[$n/$total] $candidate ($protocol)" >&2
     "$kbv" eval "$here/$problem" "$here/$candidate" --device "$device" --protocol "$protocol" \
-      --timeout 60 --quiet --json "$out/$name.$protocol.json" > "$out/$name.$protocol.txt" 2>&1 ||
+      --timeout 30 --quiet --json "$out/$name.$protocol.json" > "$out/$name.$protocol.txt" 2>&1 ||
       echo "  kbv exited with $? (see $out/$name.$protocol.txt)" >&2
   done
 done <<< "$rows"
