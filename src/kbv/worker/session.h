@@ -53,8 +53,6 @@ class Session {
   // used-memory growth over it (GPU).
   nlohmann::json measure_memory(const std::string& mode);
 
-  const c10::Device& device() const { return device_; }
-
  private:
   // Selects the device named by the command (checking it exists); returns facts for the record.
   nlohmann::json select_device(const std::string& name);
