@@ -16,10 +16,9 @@
 #include "kbv/measure/timer.h"
 #include "kbv/protocol/protocol.h"
 #include "kbv/worker/failure.h"
+#include "kbv/worker/role.h"
 
 namespace kbv::worker {
-
-enum class Role { reference, candidate };
 
 struct Forward {
   std::vector<at::Tensor> outputs;

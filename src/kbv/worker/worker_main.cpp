@@ -16,6 +16,7 @@
 #include "kbv/measure/memory.h"
 #include "kbv/python/interpreter.h"
 #include "kbv/worker/channel.h"
+#include "kbv/worker/session.h"
 #include "kbv/worker/tensor_codec.h"
 
 namespace kbv::worker {

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "kbv/worker/session.h"
+#include "kbv/worker/role.h"
 
 namespace kbv::worker {
 
