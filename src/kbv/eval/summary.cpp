@@ -81,11 +81,10 @@ std::string summarize(const protocol::Record& r) {
     }
     if (r.timed_outputs_checked > 0) out << "  timed outputs checked: " << r.timed_outputs_checked << "\n";
   }
-  if (r.baseline_memory && r.candidate_memory && r.baseline_memory->peak_bytes && r.candidate_memory->peak_bytes) {
-    const auto base = *r.baseline_memory->peak_bytes, cand = *r.candidate_memory->peak_bytes;
+  if (const auto peaks = protocol::compare_peaks(r)) {
     out << "\nmemory (peak above the pre-call level, one call)\n"
-        << "  baseline   " << bytes(base) << "   candidate  " << bytes(cand);
-    if (base > 0) out << "   ratio " << format("%.2f", static_cast<double>(cand) / static_cast<double>(base));
+        << "  baseline   " << bytes(peaks->baseline) << "   candidate  " << bytes(peaks->candidate);
+    if (peaks->ratio) out << "   ratio " << format("%.2f", *peaks->ratio);
     out << "\n  footprint  baseline " << bytes(r.baseline_memory->footprint_bytes) << ", candidate "
         << bytes(r.candidate_memory->footprint_bytes) << "\n";
     if (r.candidate_memory->driver_growth_bytes) {

@@ -32,6 +32,18 @@ std::string_view name(Verdict verdict) {
   return "?";
 }
 
+std::optional<PeakComparison> compare_peaks(const Record& r) {
+  if (!r.baseline_memory || !r.candidate_memory || !r.baseline_memory->peak_bytes || !r.candidate_memory->peak_bytes) {
+    return std::nullopt;
+  }
+  PeakComparison c;
+  c.baseline = *r.baseline_memory->peak_bytes;
+  c.candidate = *r.candidate_memory->peak_bytes;
+  if (c.baseline > 0) c.ratio = static_cast<double>(c.candidate) / static_cast<double>(c.baseline);
+  c.raises = c.candidate > c.baseline + std::max<std::int64_t>(c.baseline / 100, 1 << 20);
+  return c;
+}
+
 json to_json(const Record& r) {
   json correctness = json::array();
   for (const FamilyResult& f : r.correctness) {
@@ -72,11 +84,9 @@ json to_json(const Record& r) {
     memory["candidate_footprint_bytes"] = r.candidate_memory->footprint_bytes;
     if (r.candidate_memory->driver_growth_bytes) memory["candidate_driver_growth_bytes"] = *r.candidate_memory->driver_growth_bytes;
   }
-  if (r.baseline_memory && r.candidate_memory && r.baseline_memory->peak_bytes && r.candidate_memory->peak_bytes) {
-    const auto base = *r.baseline_memory->peak_bytes, cand = *r.candidate_memory->peak_bytes;
-    if (base > 0) memory["peak_ratio"] = static_cast<double>(cand) / static_cast<double>(base);
-    // "Raises peak memory": more than 1% and more than 1 MiB above the baseline (PROTOCOL.md).
-    memory["raises_peak"] = cand > base + std::max<std::int64_t>(base / 100, 1 << 20);
+  if (const auto peaks = compare_peaks(r)) {
+    if (peaks->ratio) memory["peak_ratio"] = *peaks->ratio;
+    memory["raises_peak"] = peaks->raises;
   }
 
   return {{"problem", r.problem},

@@ -73,6 +73,14 @@ struct Record {
   double wall_seconds = 0;
 };
 
+// Both sides' peaks side by side, when both were measured (PROTOCOL.md, "Memory").
+struct PeakComparison {
+  std::int64_t baseline = 0, candidate = 0;
+  std::optional<double> ratio;  // candidate / baseline; none when the baseline peak is 0
+  bool raises = false;          // more than 1% and more than 1 MiB above the baseline
+};
+std::optional<PeakComparison> compare_peaks(const Record& record);
+
 nlohmann::json to_json(const Record& record);
 
 }  // namespace kbv::protocol
