@@ -32,6 +32,10 @@ Verdict verdict_of(const std::string& kind) {
   return Verdict::runtime_error;
 }
 
+[[noreturn]] void throw_reference_lost(const WorkerClient& worker, const WorkerLost& lost) {
+  throw EvalError("the reference worker " + std::string(lost.what()) + "\n" + worker.log_tail());
+}
+
 // A request to the reference worker: any failure is the evaluator's, not the candidate's.
 Reply reference_request(WorkerClient& worker, const json& command, double timeout) {
   try {
@@ -40,7 +44,7 @@ Reply reference_request(WorkerClient& worker, const json& command, double timeou
     if (failed.kind == "no_device" || failed.kind == "problem_error") throw EvalError(failed.what());
     throw EvalError("the reference worker failed (" + failed.kind + "): " + failed.what());
   } catch (const WorkerLost& lost) {
-    throw EvalError("the reference worker " + std::string(lost.what()) + "\n" + worker.log_tail());
+    throw_reference_lost(worker, lost);
   }
 }
 
@@ -88,7 +92,7 @@ std::vector<ReferenceDraw> reference_draws(WorkerClient& worker, const std::vect
       }
       d.skip_reason = "out of domain: the reference raised under this family";
     } catch (const WorkerLost& lost) {
-      throw EvalError("the reference worker " + std::string(lost.what()) + "\n" + worker.log_tail());
+      throw_reference_lost(worker, lost);
     }
     draws.push_back(std::move(d));
   }

@@ -102,6 +102,12 @@ void handle(Session& session, Channel& channel, const json& command) {
   }
 }
 
+// An exception no step typed: in the candidate's process it came from the candidate's code or
+// its effects (a CUDA fault surfacing in a later call); in the reference's, it is ours.
+std::string untyped_failure_kind(Role role, const std::string& text) {
+  return role == Role::candidate ? classify_candidate_error(text) : "internal";
+}
+
 }  // namespace
 
 int run_worker(Role role, const std::string& python_executable) {
@@ -129,15 +135,12 @@ int run_worker(Role role, const std::string& python_executable) {
       kind = failure.kind;
       text = failure.what();
       if (role == Role::candidate && kind == "runtime_error") kind = classify_candidate_error(text);
-    } catch (const pybind11::error_already_set& error) {
-      kind = role == Role::candidate ? classify_candidate_error(error.what()) : "internal";
-      text = error.what();
     } catch (const c10::Error& error) {
-      kind = role == Role::candidate ? classify_candidate_error(error.what()) : "internal";
       text = error.what_without_backtrace();
-    } catch (const std::exception& error) {
-      kind = role == Role::candidate ? classify_candidate_error(error.what()) : "internal";
+      kind = untyped_failure_kind(role, text);
+    } catch (const std::exception& error) {  // pybind11's error_already_set included
       text = error.what();
+      kind = untyped_failure_kind(role, text);
     }
     reply(channel, {{"status", "error"}, {"kind", kind}, {"message", text}});
   }
