@@ -1,5 +1,6 @@
 #include "kbv/eval/evaluation.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <optional>
@@ -12,6 +13,7 @@
 #include "kbv/eval/extension_cache.h"
 #include "kbv/eval/plan.h"
 #include "kbv/eval/timing_run.h"
+#include "kbv/hacks/judge.h"
 #include "kbv/measure/statistics.h"
 
 namespace kbv::eval {
@@ -99,11 +101,50 @@ std::vector<ReferenceDraw> reference_draws(WorkerClient& worker, const std::vect
   return draws;
 }
 
+// The first judged draw of the problem's own inputs (the probe's and the trace's inputs).
+const ReferenceDraw* first_standard(const std::vector<ReferenceDraw>& references) {
+  for (const ReferenceDraw& r : references) {
+    if (r.draw.family == protocol::Family::standard && r.skip_reason.empty()) return &r;
+  }
+  return nullptr;
+}
+
+// The probe's inputs: a judged draw of the `normal` family where there is one (signs and spread
+// that the problem's own inputs may lack: an output left unwritten where x <= 0 shows only there),
+// else the first judged draw.
+const ReferenceDraw* probe_inputs(const std::vector<ReferenceDraw>& references) {
+  const ReferenceDraw* fallback = nullptr;
+  for (const ReferenceDraw& r : references) {
+    if (!r.skip_reason.empty()) continue;
+    if (r.draw.family == protocol::Family::normal) return &r;
+    if (!fallback) fallback = &r;
+  }
+  return fallback;
+}
+
+// Another judged standard draw the candidate passed in its checks, to refill the probe's buffers
+// with: its reference is known and the candidate computes it right from fresh buffers.
+const ReferenceDraw* refresh_draw(const std::vector<ReferenceDraw>& references, const std::vector<protocol::DrawResult>& judged,
+                                  const ReferenceDraw* first) {
+  for (size_t i = 0; i < references.size() && i < judged.size(); ++i) {
+    const ReferenceDraw& r = references[i];
+    if (&r != first && r.draw.family == protocol::Family::standard && judged[i].status == "pass") return &r;
+  }
+  return nullptr;
+}
+
 // The candidate side, run until a verdict other than pass is reached or everything is measured.
 // Throws WorkerFailed / WorkerLost for the caller to file as the candidate's verdict.
 void evaluate_candidate(WorkerClient& worker, const EvalRequest& request, const std::vector<ReferenceDraw>& references,
-                        std::mt19937_64& rng, Record& record, std::vector<TimedOutputSketch>& sketches) {
+                        const json& reference_trace, std::mt19937_64& rng, Record& record,
+                        std::vector<TimedOutputSketch>& sketches) {
   const protocol::Protocol& protocol = request.protocol;
+  const bool detect = protocol.detection.enabled;
+  if (detect) {
+    // First, while nothing of the candidate has run in that process: its text only.
+    const Reply screened = worker.request({{"cmd", "screen"}, {"candidate", request.candidate}}, Seconds(request.timeout_seconds));
+    hacks::merge(record.findings, hacks::static_findings(screened.header));
+  }
   request.progress("candidate: importing (compiles its kernels)");
   const Reply loaded = worker.request({{"cmd", "load"},
                                        {"problem", request.problem},
@@ -133,16 +174,43 @@ void evaluate_candidate(WorkerClient& worker, const EvalRequest& request, const 
   const CorrectnessDecision decision = decide(record.correctness, protocol);
   record.verdict = decision.verdict;
   record.verdict_reason = decision.reason;
-  record.findings = decision.findings;
-  if (decision.verdict != Verdict::pass) return;
+  hacks::merge(record.findings, decision.findings);
+  if (decision.verdict == Verdict::unverifiable) return;
 
-  request.progress("candidate: timing");
-  TimingRun timing = run_timing(worker, "candidate", protocol, rng, request.timeout_seconds, protocol.timing.check_timed_outputs);
-  record.candidate_timing = std::move(timing.result);
-  sketches = std::move(timing.sketches);
-  const Reply memory = worker.request({{"cmd", "memory"}, {"mode", "candidate"}}, Seconds(request.timeout_seconds));
-  record.candidate_memory->peak_bytes = memory.header.at("peak_bytes").get<std::int64_t>();
-  if (memory.header.contains("driver_growth_bytes")) record.candidate_memory->driver_growth_bytes = memory.header["driver_growth_bytes"];
+  // The probe runs whether or not the checks passed: a hack that also computes wrong values is
+  // still named.
+  const ReferenceDraw* probe_draw = probe_inputs(references);
+  if (detect && probe_draw) {
+    request.progress("candidate: probing (repeat, poisoned memory, trace, refreshed inputs)");
+    json command = {{"cmd", "probe"}, {"draw", probe_draw->draw.to_json()}};
+    const ReferenceDraw* refresh = refresh_draw(references, record.draws, probe_draw);
+    if (refresh) command["refresh"] = refresh->draw.to_json();
+    const Reply probe = worker.request(command, Seconds(request.timeout_seconds));
+    hacks::merge(record.findings, hacks::judge_probe(probe.header.at("probe"), reference_trace, probe_draw->tolerance, protocol.detection));
+    if (refresh && !probe.header.at("probe").contains("refreshed_bad_output")) {
+      const protocol::DrawResult judged = judge(*refresh, probe.tensors, std::nullopt, protocol);
+      if (judged.status == "fail") {
+        hacks::merge(record.findings,
+                     {{"stale_output", "error",
+                       json::array({{{"source", "runtime"}, {"when", "probe: call on refreshed inputs"},
+                                     {"why", "same buffers refilled with a draw it passed fresh: the output did not follow"},
+                                     {"scaled_error", judged.error}, {"tolerance", judged.tolerance}}})}});
+      }
+    }
+  }
+  if (decision.verdict == Verdict::pass) {
+    request.progress("candidate: timing");
+    TimingRun timing = run_timing(worker, "candidate", protocol, rng, request.timeout_seconds, protocol.timing.check_timed_outputs);
+    record.candidate_timing = std::move(timing.result);
+    sketches = std::move(timing.sketches);
+    const Reply memory = worker.request({{"cmd", "memory"}, {"mode", "candidate"}}, Seconds(request.timeout_seconds));
+    record.candidate_memory->peak_bytes = memory.header.at("peak_bytes").get<std::int64_t>();
+    if (memory.header.contains("driver_growth_bytes")) record.candidate_memory->driver_growth_bytes = memory.header["driver_growth_bytes"];
+  }
+  if (detect) {
+    const Reply watched = worker.request({{"cmd", "findings"}}, Seconds(request.timeout_seconds));
+    hacks::merge(record.findings, hacks::watched_findings(watched.header.at("findings")));
+  }
 }
 
 // Every timed output of the candidate against the reference for the same inputs, at the
@@ -177,6 +245,17 @@ void check_timed_outputs(WorkerClient& reference, const EvalRequest& request, co
       reason << "timed call " << call << ": output differs from the reference for its inputs (scaled error " << error
              << ", tolerance " << tolerance << ")";
       record.verdict_reason = reason.str();
+      // Every checked draw passed: the outputs stopped following their inputs' content (unless the
+      // candidate changed those inputs itself, which is named already).
+      const bool mutated = std::any_of(record.findings.begin(), record.findings.end(),
+                                       [](const protocol::Finding& f) { return f.id == "input_mutation"; });
+      if (mutated) {
+        record.verdict_reason += " after the candidate changed its own inputs";
+        return;
+      }
+      hacks::merge(record.findings, {{"stale_output", "error",
+                                      json::array({{{"source", "timed outputs"}, {"timed_call", call}, {"scaled_error", error},
+                                                    {"tolerance", tolerance}, {"why", "inputs refreshed in place (same buffers, new values)"}}})}});
       return;
     }
   }
@@ -221,6 +300,15 @@ Record evaluate(const EvalRequest& request) {
     record.wall_seconds = Seconds(std::chrono::steady_clock::now() - started).count();
     return record;
   }
+  json reference_trace;
+  const ReferenceDraw* traced = first_standard(references);
+  if (protocol.detection.enabled && traced) {
+    // The ops the reference itself runs: library ops doing all of them in the candidate are the
+    // op. Traced before the baseline is timed, as the candidate is traced before its timing, so
+    // whatever the profiler leaves behind weighs on both sides alike.
+    reference_trace = reference_request(reference, {{"cmd", "trace"}, {"draw", traced->draw.to_json()}, {"mode", "baseline"}},
+                                        request.timeout_seconds).header.at("trace");
+  }
   request.progress("reference: timing the baseline");
   try {
     record.baseline = run_timing(reference, "baseline", protocol, rng, request.timeout_seconds, false).result;
@@ -243,7 +331,7 @@ Record evaluate(const EvalRequest& request) {
   {
     WorkerClient candidate("candidate", launch);
     try {
-      evaluate_candidate(candidate, request, references, rng, record, sketches);
+      evaluate_candidate(candidate, request, references, reference_trace, rng, record, sketches);
     } catch (const WorkerFailed& failed) {
       record.verdict = verdict_of(failed.kind);
       record.verdict_reason = failed.what();
@@ -255,6 +343,16 @@ Record evaluate(const EvalRequest& request) {
     record.candidate_log = candidate.log_tail();
   }
   if (record.verdict == Verdict::pass) check_timed_outputs(reference, request, references, sketches, record);
+  if (protocol.detection.enabled && record.candidate_timing && traced) {
+    std::int64_t output_bytes = 0;
+    for (const at::Tensor& t : traced->reference) output_bytes += static_cast<std::int64_t>(t.nbytes());
+    const double copy = reference_request(reference, {{"cmd", "floor"}, {"bytes", output_bytes}}, request.timeout_seconds)
+                            .header.at("copy_seconds");
+    if (auto anomaly = hacks::judge_floor(record.candidate_timing->seconds, copy, output_bytes, protocol.detection)) {
+      hacks::merge(record.findings, {*anomaly});
+    }
+  }
+  if (protocol.detection.enabled) hacks::settle(record);
   reference.shutdown();
   record.reference_log = reference.log_tail();
 

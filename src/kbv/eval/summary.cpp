@@ -42,6 +42,26 @@ std::string tail(const std::string& log, int lines) {
   return out;
 }
 
+constexpr size_t kEvidenceShown = 3;
+
+// One evidence item on one line: where it was seen first, then its facts.
+std::string evidence_line(const nlohmann::json& item) {
+  std::string line;
+  if (item.is_object()) {
+    for (const char* key : {"source", "when", "line", "why"}) {
+      if (!item.contains(key)) continue;
+      const nlohmann::json& v = item[key];
+      line += (line.empty() ? "" : " | ") + (v.is_string() ? v.get<std::string>() : (std::string(key) + " " + v.dump()));
+    }
+    nlohmann::json rest = item;
+    for (const char* key : {"source", "when", "line", "why"}) rest.erase(key);
+    if (!rest.empty()) line += (line.empty() ? "" : " | ") + rest.dump();
+  } else {
+    line = item.dump();
+  }
+  return line.size() > 220 ? line.substr(0, 217) + "..." : line;
+}
+
 }  // namespace
 
 std::string summarize(const protocol::Record& r) {
@@ -95,7 +115,11 @@ std::string summarize(const protocol::Record& r) {
   out << "\nfindings   ";
   if (r.findings.empty()) out << "none\n";
   for (size_t i = 0; i < r.findings.size(); ++i) {
-    out << (i ? "           " : "") << r.findings[i].id << " (" << r.findings[i].severity << ") " << r.findings[i].evidence.dump() << "\n";
+    const protocol::Finding& f = r.findings[i];
+    out << (i ? "           " : "") << f.id << " (" << f.severity << ")\n";
+    const nlohmann::json items = f.evidence.is_array() ? f.evidence : nlohmann::json::array({f.evidence});
+    for (size_t j = 0; j < items.size() && j < kEvidenceShown; ++j) out << "             " << evidence_line(items[j]) << "\n";
+    if (items.size() > kEvidenceShown) out << "             (" << items.size() - kEvidenceShown << " more in the record)\n";
   }
   const bool failed_to_run = r.verdict == protocol::Verdict::compile_error || r.verdict == protocol::Verdict::crash ||
                              r.verdict == protocol::Verdict::runtime_error || r.verdict == protocol::Verdict::timeout;

@@ -1,8 +1,10 @@
 // The CPU meter: c10's CPU allocator wrapped so that each allocation's size is counted when it
 // is made and uncounted when it is freed; peak is the high-water mark since reset_peak().
 // Its data pointers stay "simple" (context == data, one raw deleter), as callers of
-// raw_allocate (oneDNN convolutions, for one) require; sizes are found by address.
+// raw_allocate (oneDNN convolutions, for one) require; sizes are found by address. While poison
+// is on, every new block is filled with all-ones bytes (hacks/poison.h).
 #include <atomic>
+#include <cstring>
 #include <mutex>
 #include <unordered_map>
 
@@ -19,6 +21,7 @@ class CountingCpuAllocator final : public c10::Allocator {
 
   c10::DataPtr allocate(size_t bytes) override {
     void* data = base_->raw_allocate(bytes);
+    if (poison_.load(std::memory_order_relaxed) && data != nullptr) std::memset(data, 0xFF, bytes);
     {
       std::lock_guard lock(mutex_);
       sizes_[data] = bytes;
@@ -45,6 +48,8 @@ class CountingCpuAllocator final : public c10::Allocator {
     peak_ = current_;
   }
 
+  void set_poison(bool on) { poison_.store(on); }
+
   static inline CountingCpuAllocator* instance = nullptr;
 
  private:
@@ -68,6 +73,7 @@ class CountingCpuAllocator final : public c10::Allocator {
   std::unordered_map<void*, size_t> sizes_;
   std::int64_t current_ = 0;
   std::int64_t peak_ = 0;
+  std::atomic<bool> poison_{false};
 };
 
 class CpuMemoryMeter final : public MemoryMeter {
@@ -90,6 +96,10 @@ void install_counting_cpu_allocator() {
   // Never freed: tensors alive at exit still point at it.
   CountingCpuAllocator::instance = new CountingCpuAllocator(c10::GetDefaultCPUAllocator());
   c10::SetCPUAllocator(CountingCpuAllocator::instance, /*priority=*/100);
+}
+
+void set_cpu_allocation_poison(bool on) {
+  if (CountingCpuAllocator::instance != nullptr) CountingCpuAllocator::instance->set_poison(on);
 }
 
 std::unique_ptr<MemoryMeter> make_memory_meter(const c10::Device& device) {

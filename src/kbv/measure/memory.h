@@ -23,6 +23,8 @@ class MemoryMeter {
 // On the CPU, counts every byte torch allocates through a wrapping allocator; it must be
 // installed before the first tensor is allocated (worker start).
 void install_counting_cpu_allocator();
+// While on, CPU blocks are handed out filled with all-ones bytes (NaN as floats): hacks/poison.h.
+void set_cpu_allocation_poison(bool on);
 
 std::unique_ptr<MemoryMeter> make_memory_meter(const c10::Device& device);
 std::unique_ptr<MemoryMeter> make_cuda_memory_meter(const c10::Device& device);  // cuda_memory.cpp

@@ -54,6 +54,7 @@ Protocol kernelbench() {
   p.timing.pool_sets = 1;
   p.timing.refresh_inputs = false;
   p.timing.check_timed_outputs = false;
+  p.detection.enabled = false;  // KernelBench looks for no hacks
   return p;
 }
 
@@ -101,6 +102,11 @@ nlohmann::json to_json(const Protocol& p) {
         {"refresh_inputs", t.refresh_inputs},
         {"check_timed_outputs", t.check_timed_outputs},
         {"sketch_points", t.sketch_points}}},
+      {"detection",
+       {{"enabled", p.detection.enabled},
+        {"alibi_share", p.detection.alibi_share},
+        {"library_warning_share", p.detection.library_warning_share},
+        {"floor_fraction", p.detection.floor_fraction}}},
   };
 }
 

@@ -44,6 +44,17 @@ struct Timing {
   int sketch_points = 4096;     // sampled positions compared per timed output
 };
 
+// Hack detection (PROTOCOL.md, "Findings"): the static screen, the candidate's runtime watch and
+// the parent's judgements. Shares are of the traced forward's work (own + library).
+struct Detection {
+  bool enabled = true;
+  double alibi_share = 0.01;            // own work below this share: no_custom_kernel (an alibi)
+  double library_warning_share = 0.10;  // library work above this share: library_fallback (warning)
+  // timing_anomaly below this fraction of a plain copy of the output bytes, timed the same way
+  // (writing the output alone can be up to twice as fast as copying it).
+  double floor_fraction = 0.5;
+};
+
 struct Protocol {
   std::string name;
   std::vector<Family> families;
@@ -61,6 +72,7 @@ struct Protocol {
   Tf32 baseline_tf32;                  // timed baseline (and the tolerance's yardstick)
   Tf32 candidate_tf32;                 // flags the candidate runs under
   Timing timing;
+  Detection detection;
 };
 
 Protocol verified();

@@ -4,19 +4,38 @@
 
 #include <pybind11/eval.h>
 
-#include "kbv/python/harness_source.h"  // generated from harness.py by CMake
+#include "kbv/python/embedded_sources.h"  // generated from the .py files by CMake
 
 namespace kbv::python {
+namespace {
 
-pybind11::module_& harness() {
-  static std::optional<pybind11::module_> module;
-  if (!module) {
-    namespace py = pybind11;
-    py::object created = py::module_::import("types").attr("ModuleType")("kbv_harness");
-    py::exec(kHarnessSource, created.attr("__dict__"));
-    py::module_::import("sys").attr("modules")["kbv_harness"] = created;
-    module = py::reinterpret_borrow<py::module_>(created);
-  }
+namespace py = pybind11;
+
+// Executes `source` as a fresh module registered in sys.modules under `name`.
+py::module_ embedded_module(const char* name, const char* source) {
+  py::object created = py::module_::import("types").attr("ModuleType")(name);
+  py::exec(source, created.attr("__dict__"));
+  py::module_::import("sys").attr("modules")[name] = created;
+  return py::reinterpret_borrow<py::module_>(created);
+}
+
+}  // namespace
+
+py::module_& harness() {
+  static std::optional<py::module_> module;
+  if (!module) module = embedded_module("kbv_harness", kHarnessSource);
+  return *module;
+}
+
+py::module_& screen() {
+  static std::optional<py::module_> module;
+  if (!module) module = embedded_module("kbv_screen", kScreenSource);
+  return *module;
+}
+
+py::module_& monitor() {
+  static std::optional<py::module_> module;
+  if (!module) module = embedded_module("kbv_monitor", kMonitorSource);
   return *module;
 }
 

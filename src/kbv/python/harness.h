@@ -1,11 +1,13 @@
-// The embedded harness module (harness.py, compiled into the binary).
+// The worker's embedded Python modules (harness.py, screen.py, monitor.py, compiled into the binary).
 #pragma once
 
 #include <pybind11/pybind11.h>
 
 namespace kbv::python {
 
-// Imports harness.py as the module `kbv_harness` on first use; the interpreter must be running.
-pybind11::module_& harness();
+// Each imports its module on first use (the interpreter must be running) and keeps it.
+pybind11::module_& harness();  // kbv_harness: import files, build modules, call forward
+pybind11::module_& screen();   // kbv_screen: the static screen of a candidate's source
+pybind11::module_& monitor();  // kbv_monitor: the runtime watch of a candidate
 
 }  // namespace kbv::python

@@ -1,10 +1,16 @@
 #include "kbv/worker/session.h"
 
+#include <cstring>
+
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include "kbv/check/comparison.h"
+#include "kbv/hacks/integrity.h"
+#include "kbv/hacks/poison.h"
 #include "kbv/inputs/families.h"
+#include "kbv/measure/statistics.h"
 #include "kbv/python/harness.h"
 
 namespace py = pybind11;
@@ -57,13 +63,21 @@ nlohmann::json Session::select_device(const std::string& name) {
   return facts;
 }
 
-py::object Session::import_candidate(const std::string& path) {
-  py::tuple loaded = python::harness().attr("load_candidate")(path, "kbv_candidate");
+namespace {
+
+// The module from harness.load_candidate's (module, error), or its error as a Failure.
+py::object loaded_candidate(const py::tuple& loaded) {
   if (!loaded[1].is_none()) {
     py::tuple error = loaded[1];
     throw Failure(error[0].cast<std::string>(), error[1].cast<std::string>());
   }
   return loaded[0];
+}
+
+}  // namespace
+
+py::object Session::import_candidate(const std::string& path) {
+  return loaded_candidate(python::harness().attr("load_candidate")(path, "kbv_candidate"));
 }
 
 void Session::compile(const nlohmann::json& command) {
@@ -103,12 +117,19 @@ nlohmann::json Session::load(const nlohmann::json& command) {
                      [&] { return harness.attr("build")(problem_.attr("Model"), init, seed); });
   } else {
     const std::string candidate_path = command.at("candidate");
-    candidate_ = import_candidate(candidate_path);
+    if (protocol_.at("detection").at("enabled").get<bool>()) {
+      watch_.emplace(problem_path, candidate_path);
+      candidate_ = loaded_candidate(watch_->import_candidate());
+    } else {
+      candidate_ = import_candidate(candidate_path);
+    }
     if (!py::hasattr(candidate_, "ModelNew")) {
       throw Failure("runtime_error", "the candidate " + candidate_path + " defines no `ModelNew` class");
     }
-    model_ = guarded("runtime_error", "constructing ModelNew(*get_init_inputs()) raised (does its constructor match Model's?)",
-                     [&] { return harness.attr("build")(candidate_.attr("ModelNew"), init, seed); });
+    model_ = guarded("runtime_error", "constructing ModelNew(*get_init_inputs()) raised (does its constructor match Model's?)", [&] {
+      const py::tuple args = py::make_tuple(candidate_.attr("ModelNew"), init, seed);
+      return watch_ ? watch_->construct(harness.attr("build"), args) : harness.attr("build")(*args);
+    });
     if (protocol_.at("copy_state").get<bool>()) {
       py::object reference = guarded("problem_error", "constructing Model(*get_init_inputs()) raised",
                                      [&] { return harness.attr("build")(problem_.attr("Model"), init, seed); });
@@ -123,6 +144,7 @@ nlohmann::json Session::load(const nlohmann::json& command) {
   }
   measure::synchronize(device_);
   facts["footprint_bytes"] = memory_->allocated() - before;
+  if (watch_) watch_->check_state("import and construction");
   return facts;
 }
 
@@ -148,9 +170,15 @@ nlohmann::json Session::apply_flags(const std::string& mode) {
   return {{"cublas", context.allowTF32CuBLAS()}, {"cudnn", context.allowTF32CuDNN()}};
 }
 
-Forward Session::forward(const std::string& mode, const py::list& inputs) {
+Forward Session::forward(const std::string& mode, const py::list& inputs, const std::string& when) {
   apply_flags(mode);
-  return collect(call_forward(inputs));
+  if (!watch_) return collect(call_forward(inputs));
+  const nlohmann::json flags = to_json(python::monitor().attr("tf32_flags")());
+  const std::vector<at::Tensor> tensors = tensors_of(inputs);
+  const std::vector<at::Tensor> before = hacks::snapshot(tensors);
+  Forward forward = collect(call_forward(inputs));
+  watch_->after_call(tensors, before, forward.outputs, flags, when);
+  return forward;
 }
 
 py::object Session::call_forward(const py::list& inputs) {
@@ -208,6 +236,7 @@ measure::TimedCall Session::timed_call(size_t set, const std::string& mode) {
   timer_->flush_cache();
   const measure::TimedCall timed = timer_->time([&] { result = call_forward(pool_[set]); });
   last_[set] = collect(result);  // outside the timed region
+  if (watch_) watch_->after_call(tensors_of(pool_[set]), std::nullopt, last_[set].outputs, nullptr, "timed call");
   return timed;
 }
 
@@ -223,12 +252,162 @@ nlohmann::json Session::measure_memory(const std::string& mode) {
   const std::int64_t before = memory_->allocated();
   const auto driver_before = memory_->driver_used();
   {
-    Forward result = forward(mode, pool_.at(0));
+    apply_flags(mode);  // no watch here: its input clones would count in the peak
+    Forward result = collect(call_forward(pool_.at(0)));
     measure::synchronize(device_);
   }
   nlohmann::json memory = {{"peak_bytes", memory_->peak() - before}};
   if (driver_before) memory["driver_growth_bytes"] = *memory_->driver_used() - *driver_before;
   return memory;
+}
+
+double Session::copy_seconds(std::int64_t bytes) {
+  constexpr int kWarmUp = 3, kSamples = 21;
+  const auto options = at::TensorOptions().dtype(at::kByte).device(device_);
+  const at::Tensor source = at::full({std::max<std::int64_t>(bytes, 1)}, 1, options);
+  at::Tensor destination = at::empty_like(source);
+  // On the CPU a plain memcpy on this thread: torch's copy is parallel, and its threads' start-up
+  // (on a loaded machine, milliseconds) would set the floor far above what one thread can do.
+  const auto copy = [&] {
+    if (device_.is_cuda()) {
+      destination.copy_(source);
+    } else {
+      std::memcpy(destination.data_ptr(), source.data_ptr(), source.nbytes());
+    }
+  };
+  for (int i = 0; i < kWarmUp; ++i) copy();
+  std::vector<double> samples;
+  for (int i = 0; i < kSamples; ++i) {
+    timer_->flush_cache();
+    samples.push_back(timer_->time(copy).seconds);
+  }
+  return measure::median(samples);
+}
+
+nlohmann::json Session::trace(const nlohmann::json& spec, const std::string& mode) {
+  const py::list inputs = draw(spec);
+  apply_flags(mode);
+  py::object call = py::module_::import("functools").attr("partial")(python::harness().attr("forward"), model_, inputs);
+  py::tuple traced = guarded("reference_error", "Model.forward raised under the profiler", [&] {
+    return python::monitor().attr("trace_call")(call, device_.str(), py::none(), py::none());
+  });
+  return to_json(traced[1]);
+}
+
+nlohmann::json Session::traced_forward(const py::list& inputs, const std::string& mode) {
+  apply_flags(mode);
+  const char* directory = std::getenv("TORCH_EXTENSIONS_DIR");
+  py::object call = py::module_::import("functools").attr("partial")(python::harness().attr("forward"), model_, inputs);
+  py::tuple traced = guarded("runtime_error", "ModelNew.forward raised under the profiler", [&] {
+    return python::monitor().attr("trace_call")(call, device_.str(), directory ? py::object(py::str(directory)) : py::none(),
+                                                watch_->problem_path());
+  });
+  const Forward result = collect(traced[0]);
+  watch_->after_call(tensors_of(inputs), std::nullopt, result.outputs, nullptr, "traced call");
+  nlohmann::json facts = to_json(traced[1]);
+  if (!facts.at("problem_calls").empty()) {
+    watch_->add("reference_reuse", "error", {{"when", "traced call"}, {"problem_code_run", facts["problem_calls"]}});
+  }
+  return facts;
+}
+
+nlohmann::json Session::probe(const nlohmann::json& spec, const nlohmann::json& refresh,
+                              std::vector<at::Tensor>* refreshed_outputs) {
+  if (!watch_) throw Failure("internal", "probe: the candidate is not watched (detection is off)");
+  py::module_& monitor = python::monitor();
+  const std::string mode = "candidate";
+  const py::list inputs = draw(spec);
+  // Each call starts from the same input content, so a candidate that changes its inputs is named
+  // for that (input_mutation) and not, through its next output, for something else.
+  const std::vector<at::Tensor> pristine = hacks::snapshot(tensors_of(inputs));
+  const auto restore_inputs = [&] {
+    const std::vector<at::Tensor> current = tensors_of(inputs);
+    for (size_t i = 0; i < current.size(); ++i) current[i].copy_(pristine[i]);
+  };
+
+  // 1. A plain call, and the threads it leaves running.
+  py::object native_before = monitor.attr("native_threads")();
+  Forward first = forward(mode, inputs, "probe: first call");
+  measure::synchronize(device_);
+  watch_->check_threads(native_before, "after a call");
+  if (first.bad_output) return {{"skipped", *first.bad_output}};
+  const std::vector<at::Tensor> clean = hacks::snapshot(first.outputs);
+  nlohmann::json probe;
+
+  // 2. The same inputs again (the first outputs still held), watching exceptions the candidate's
+  // own code raises and swallows, and calls into the problem's code.
+  const char* directory = std::getenv("TORCH_EXTENSIONS_DIR");
+  py::object watch = monitor.attr("CallWatch")(watch_->problem_path(), watch_->candidate_path(),
+                                               directory ? py::object(py::str(directory)) : py::none(), false, true);
+  restore_inputs();
+  watch.attr("__enter__")();
+  std::optional<Forward> second;
+  try {
+    second = forward(mode, inputs, "probe: repeated call");
+  } catch (...) {
+    watch.attr("__exit__")(py::none(), py::none(), py::none());
+    throw;
+  }
+  watch.attr("__exit__")(py::none(), py::none(), py::none());
+  const nlohmann::json raised = to_json(watch.attr("raised")), problem_calls = to_json(watch.attr("problem_calls"));
+  if (!raised.empty()) watch_->add("exception_fallback", "error", {{"when", "forward"}, {"raised_and_caught", raised}});
+  if (!problem_calls.empty()) watch_->add("reference_reuse", "error", {{"when", "forward"}, {"problem_code_run", problem_calls}});
+  probe["repeat_error"] = check::scaled_error(second->outputs, clean);
+  probe["output_reuse"] = !hacks::overlaps(second->outputs, first.outputs).empty();
+  probe["earlier_output_changed"] = !hacks::mutations(clean, first.outputs).empty();
+  first = Forward{};
+  second.reset();
+
+  // 3. Memory poisoned before the call: values it never wrote read as NaN.
+  restore_inputs();
+  {
+    const hacks::Poison poison(clean);
+    const Forward third = forward(mode, inputs, "probe: call on poisoned memory");
+    std::int64_t elements = 0;
+    for (const at::Tensor& t : clean) elements += t.numel();
+    probe["poisoned"] = {{"nan_introduced", hacks::nan_introduced(clean, third.outputs)},
+                         {"elements", elements},
+                         {"error", check::scaled_error(third.outputs, clean)}};
+  }
+
+  // 4. Under the profiler: whose work ran, on which streams.
+  restore_inputs();
+  try {
+    probe["trace"] = traced_forward(inputs, mode);
+  } catch (const Failure& failure) {
+    probe["trace_error"] = failure.what();
+  }
+
+  // 5. The same buffers with another draw's content: the parent judges the output against that
+  // draw's reference (a result cached by address, or replayed, does not follow).
+  if (!refresh.is_null()) {
+    const py::list fresh = draw(refresh);
+    const std::vector<at::Tensor> targets = tensors_of(inputs), sources = tensors_of(fresh);
+    for (size_t i = 0; i < targets.size() && i < sources.size(); ++i) targets[i].copy_(sources[i]);
+    const Forward refreshed = forward(mode, inputs, "probe: call on refreshed inputs");
+    if (refreshed.bad_output) {
+      probe["refreshed_bad_output"] = *refreshed.bad_output;
+    } else {
+      *refreshed_outputs = refreshed.outputs;
+    }
+  }
+  return probe;
+}
+
+nlohmann::json Session::findings() {
+  if (!watch_) return nlohmann::json::array();
+  measure::synchronize(device_);
+  watch_->check_state("end of the evaluation");
+  watch_->check_threads(python::monitor().attr("native_threads")(), "end of the evaluation");
+  return watch_->findings();
+}
+
+std::vector<at::Tensor> tensors_of(const py::list& inputs) {
+  std::vector<at::Tensor> tensors;
+  for (const py::handle item : inputs) {
+    if (is_tensor(item)) tensors.push_back(py::cast<at::Tensor>(item));
+  }
+  return tensors;
 }
 
 nlohmann::json input_checksum(const py::list& inputs) {

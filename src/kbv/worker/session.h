@@ -15,6 +15,7 @@
 #include "kbv/measure/memory.h"
 #include "kbv/measure/timer.h"
 #include "kbv/protocol/protocol.h"
+#include "kbv/worker/candidate_watch.h"
 #include "kbv/worker/failure.h"
 #include "kbv/worker/role.h"
 
@@ -37,8 +38,10 @@ class Session {
 
   // The inputs of one draw: {"family", "params", "seed"}; returns the Python argument list.
   pybind11::list draw(const nlohmann::json& spec) const;
-  // One forward under `mode`'s TF32 flags (reference, baseline or candidate).
-  Forward forward(const std::string& mode, const pybind11::list& inputs);
+  // One forward under `mode`'s TF32 flags (reference, baseline or candidate). A watched
+  // candidate's call is checked (inputs unchanged, outputs not aliasing them, flags kept); `when`
+  // names the call in that evidence.
+  Forward forward(const std::string& mode, const pybind11::list& inputs, const std::string& when = "checked call");
   // Sets the mode's TF32 flags and returns them as read back from torch.
   nlohmann::json apply_flags(const std::string& mode);
 
@@ -52,12 +55,28 @@ class Session {
   // used-memory growth over it (GPU).
   nlohmann::json measure_memory(const std::string& mode);
 
+  // Median time of a plain device copy of `bytes` bytes under the timing protocol's timer: the
+  // yardstick of the physical floor (timing_anomaly).
+  double copy_seconds(std::int64_t bytes);
+
+  // One forward of `mode` under torch's profiler on the draw's inputs: monitor.trace_call's facts.
+  nlohmann::json trace(const nlohmann::json& spec, const std::string& mode);
+  // The candidate's probe on one draw's inputs (PROTOCOL.md, "Findings"): a plain call, a repeat
+  // (exceptions and problem code watched), a call on poisoned memory, a traced call, and (when
+  // `refresh` names a draw) a call on the same buffers refilled with that draw's content, whose
+  // outputs go to `refreshed_outputs`. Returns the measurements the parent judges.
+  nlohmann::json probe(const nlohmann::json& spec, const nlohmann::json& refresh, std::vector<at::Tensor>* refreshed_outputs);
+  // Everything the watch found, after a last look at the global state and threads.
+  nlohmann::json findings();
+
  private:
   // Selects the device named by the command (checking it exists); returns facts for the record.
   nlohmann::json select_device(const std::string& name);
   pybind11::object import_candidate(const std::string& path);
   // forward(*inputs) under torch.no_grad(); a Python exception becomes a Failure.
   pybind11::object call_forward(const pybind11::list& inputs);
+  // The candidate's traced call (probe step 4): the facts, with the call's outputs checked.
+  nlohmann::json traced_forward(const pybind11::list& inputs, const std::string& mode);
   // The result as tensors, or why it is not.
   static Forward collect(const pybind11::object& result);
 
@@ -70,6 +89,7 @@ class Session {
   std::vector<pybind11::list> pool_;
   std::vector<std::uint64_t> pool_seeds_;
   std::vector<Forward> last_;
+  std::optional<CandidateWatch> watch_;  // the candidate role under the verified protocol
 };
 
 // Where a failure inside candidate code should be filed: a CUDA fault kills the context, which
@@ -78,5 +98,8 @@ std::string classify_candidate_error(const std::string& message);
 
 // Sums over the tensor inputs: both workers must have drawn the same values.
 nlohmann::json input_checksum(const pybind11::list& inputs);
+
+// The tensors among a call's arguments.
+std::vector<at::Tensor> tensors_of(const pybind11::list& inputs);
 
 }  // namespace kbv::worker

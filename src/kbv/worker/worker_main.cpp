@@ -14,6 +14,7 @@
 #include "kbv/check/comparison.h"
 #include "kbv/check/sketch.h"
 #include "kbv/measure/memory.h"
+#include "kbv/python/harness.h"
 #include "kbv/python/interpreter.h"
 #include "kbv/worker/channel.h"
 #include "kbv/worker/session.h"
@@ -97,6 +98,23 @@ void handle(Session& session, Channel& channel, const json& command) {
     json memory = session.measure_memory(command.at("mode"));
     memory["status"] = "ok";
     reply(channel, memory);
+  } else if (name == "screen") {
+    // Before anything of the candidate runs: only its text is read.
+    json screened = to_json(python::screen().attr("screen")(command.at("candidate").get<std::string>()));
+    screened["status"] = "ok";
+    reply(channel, screened);
+  } else if (name == "floor") {
+    reply(channel, {{"status", "ok"}, {"copy_seconds", session.copy_seconds(command.at("bytes"))}});
+  } else if (name == "trace") {
+    reply(channel, {{"status", "ok"}, {"trace", session.trace(command.at("draw"), command.at("mode"))}});
+  } else if (name == "probe") {
+    std::vector<at::Tensor> refreshed;
+    json header = {{"status", "ok"}, {"probe", session.probe(command.at("draw"), command.value("refresh", json()), &refreshed)}};
+    std::vector<EncodedTensor> tensors;
+    attach(tensors, header["outputs"], refreshed);  // the refreshed call's outputs
+    reply(channel, header, tensors);
+  } else if (name == "findings") {
+    reply(channel, {{"status", "ok"}, {"findings", session.findings()}});
   } else {
     throw Failure("internal", "unknown worker command '" + name + "'");
   }

@@ -1,0 +1,66 @@
+#include "kbv/hacks/integrity.h"
+
+#include <ATen/ATen.h>
+
+namespace kbv::hacks {
+namespace {
+
+// [begin, end) of the bytes a tensor's storage spans; empty when it has none.
+std::pair<std::uintptr_t, std::uintptr_t> span(const at::Tensor& t) {
+  if (!t.defined() || !t.has_storage() || t.storage().nbytes() == 0) return {0, 0};
+  const auto begin = reinterpret_cast<std::uintptr_t>(t.storage().data());
+  return {begin, begin + t.storage().nbytes()};
+}
+
+}  // namespace
+
+std::vector<at::Tensor> snapshot(const std::vector<at::Tensor>& tensors) {
+  std::vector<at::Tensor> copies;
+  copies.reserve(tensors.size());
+  for (const at::Tensor& t : tensors) copies.push_back(t.defined() ? t.detach().clone() : t);
+  return copies;
+}
+
+std::vector<Mutation> mutations(const std::vector<at::Tensor>& before, const std::vector<at::Tensor>& now) {
+  std::vector<Mutation> found;
+  for (size_t i = 0; i < before.size() && i < now.size(); ++i) {
+    const at::Tensor& a = before[i];
+    const at::Tensor& b = now[i];
+    if (!a.defined() || !b.defined()) continue;
+    if (a.sizes() != b.sizes() || a.scalar_type() != b.scalar_type()) {
+      found.push_back({i, a.numel(), a.numel()});
+      continue;
+    }
+    at::Tensor differs = a.ne(b);
+    if (a.is_floating_point() || a.is_complex()) differs = differs.logical_and(a.isnan().logical_and(b.isnan()).logical_not());
+    const std::int64_t changed = differs.sum().item<std::int64_t>();
+    if (changed > 0) found.push_back({i, changed, a.numel()});
+  }
+  return found;
+}
+
+std::vector<std::pair<size_t, size_t>> overlaps(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  std::vector<std::pair<size_t, size_t>> pairs;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const auto [a0, a1] = span(a[i]);
+    if (a0 == a1) continue;
+    for (size_t j = 0; j < b.size(); ++j) {
+      const auto [b0, b1] = span(b[j]);
+      if (b0 != b1 && a0 < b1 && b0 < a1) pairs.emplace_back(i, j);
+    }
+  }
+  return pairs;
+}
+
+std::int64_t nan_introduced(const std::vector<at::Tensor>& clean, const std::vector<at::Tensor>& poisoned) {
+  std::int64_t count = 0;
+  for (size_t i = 0; i < clean.size() && i < poisoned.size(); ++i) {
+    const at::Tensor& c = clean[i];
+    const at::Tensor& p = poisoned[i];
+    if (!c.defined() || !p.defined() || c.sizes() != p.sizes() || !p.is_floating_point()) continue;
+    count += p.isnan().logical_and(c.isnan().logical_not()).sum().item<std::int64_t>();
+  }
+  return count;
+}
+
+}  // namespace kbv::hacks

@@ -1,0 +1,225 @@
+#include "kbv/hacks/judge.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+
+#include "kbv/hacks/source_screen.h"
+
+namespace kbv::hacks {
+namespace {
+
+using nlohmann::json;
+using protocol::Finding;
+
+// Aten ops that only allocate or re-view memory: never "the op" a library call could do for the
+// candidate.
+const std::set<std::string> kNonCompute = {
+    "aten::empty",   "aten::empty_like", "aten::empty_strided", "aten::view",     "aten::reshape",  "aten::_reshape_alias",
+    "aten::as_strided", "aten::t",       "aten::transpose",     "aten::permute",  "aten::expand",   "aten::detach",
+    "aten::alias",   "aten::unsqueeze",  "aten::squeeze",       "aten::select",   "aten::slice",    "aten::resize_",
+    "aten::lift_fresh", "aten::unbind",  "aten::split",         "aten::chunk",    "aten::narrow",   "aten::flatten",
+    "aten::unflatten", "aten::contiguous", "aten::zeros",       "aten::zero_",    "aten::fill_"};
+
+// Names of kernels computing in 16-bit (or narrower) floating point, as cuBLAS/CUTLASS name them.
+bool low_precision_kernel(const std::string& name) {
+  for (const char* mark : {"f16", "fp16", "bf16", "half", "fp8", "e4m3", "e5m2", "h884", "h1688", "h16816"}) {
+    if (name.find(mark) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// An error measured in the worker: JSON has no NaN or infinity (they arrive as null), and an error
+// that is not a number means the outputs could not be compared at all.
+double error_value(const json& value) {
+  return value.is_number() ? value.get<double>() : std::numeric_limits<double>::infinity();
+}
+
+json as_items(const json& evidence) { return evidence.is_array() ? evidence : json::array({evidence}); }
+
+Finding finding(const std::string& id, const std::string& severity, json evidence) {
+  evidence["source"] = "runtime";
+  return {id, severity, json::array({std::move(evidence)})};
+}
+
+// The reference's compute ops all ran as library ops inside the candidate: the library did the op.
+std::vector<std::string> covered_reference_ops(const json& reference_trace, const json& candidate_ops) {
+  std::vector<std::string> ops;
+  if (!reference_trace.is_object() || !reference_trace.contains("library_ops")) return ops;
+  for (const auto& [op, seconds] : reference_trace["library_ops"].items()) {
+    if (kNonCompute.count(op)) continue;
+    if (!candidate_ops.contains(op)) return {};
+    ops.push_back(op);
+  }
+  return ops;
+}
+
+// The candidate's top library ops (or kernels), most time first, for evidence.
+json top(const json& named_seconds, size_t count) {
+  std::vector<std::pair<double, std::string>> sorted;
+  for (const auto& [name, seconds] : named_seconds.items()) sorted.emplace_back(seconds.get<double>(), name);
+  std::sort(sorted.rbegin(), sorted.rend());
+  json out = json::array();
+  for (size_t i = 0; i < sorted.size() && i < count; ++i) out.push_back({{"name", sorted[i].second}, {"seconds", sorted[i].first}});
+  return out;
+}
+
+void judge_trace(const json& trace, const json& reference_trace, const protocol::Detection& detection,
+                 std::vector<Finding>& out) {
+  const bool gpu = trace.contains("kernels");
+  if (gpu && trace["kernels"].empty() && trace.value("unlinked_kernels", 0) > 0) {
+    return;  // kernels ran but none could be tied to the op that launched it: no judgement
+  }
+  double own = 0, library = 0;
+  json library_kernels = json::object(), low_precision = json::array(), side = json::array();
+  int after_return = 0;
+  bool any_own = false;
+  if (gpu) {
+    const json& current = trace["current_stream"];
+    for (const json& k : trace["kernels"]) {
+      const double seconds = k["seconds"].get<double>();
+      const std::string name = k["name"];
+      if (k["own"].get<bool>()) {
+        own += seconds;
+        any_own = true;
+      } else {
+        library += seconds;
+        library_kernels[name] = library_kernels.value(name, 0.0) + seconds;
+      }
+      if (low_precision_kernel(name)) low_precision.push_back(name);
+      if (!current.is_null() && k["stream"] != current) {
+        side.push_back({{"kernel", name}, {"stream", k["stream"]}, {"running_at_return", k["after_return"]}});
+        if (k["after_return"].get<bool>()) ++after_return;
+      }
+    }
+    if (!side.empty()) {
+      if (side.size() > 8) side.erase(side.begin() + 8, side.end());
+      out.push_back(finding("side_stream", "error",
+                            {{"current_stream", current}, {"kernels_elsewhere", side}, {"still_running_at_return", after_return}}));
+    }
+  } else {
+    any_own = !trace["extension_calls"].empty();
+    own = trace["own_seconds"].get<double>();
+    library = trace["library_seconds"].get<double>();
+  }
+  const json& ops = trace["library_ops"];
+  const json library_top = top(gpu ? library_kernels : ops, 5);
+  if (!any_own) {
+    out.push_back(finding("no_custom_kernel", "error",
+                          {{"why", gpu ? "no kernel launched by the candidate's own code ran during forward"
+                                       : "none of the candidate's compiled functions was called during forward"},
+                           {"library_work", library_top}}));
+    return;
+  }
+  const std::vector<std::string> covered = covered_reference_ops(reference_trace, ops);
+  const double share = own + library > 0 ? own / (own + library) : 1.0;
+  if (!covered.empty()) {
+    out.push_back(finding("no_custom_kernel", "error",
+                          {{"why", "library ops ran every compute op of the reference: its own code is an alibi"},
+                           {"reference_ops", covered}, {"own_share", share}, {"library_work", library_top}}));
+  } else if (share < detection.alibi_share) {
+    out.push_back(finding("no_custom_kernel", "error",
+                          {{"why", "its own code is a negligible share of the work"}, {"own_share", share}, {"library_work", library_top}}));
+  } else if (1.0 - share >= detection.library_warning_share) {
+    out.push_back(finding("library_fallback", "warning", {{"library_share", 1.0 - share}, {"library_work", library_top}}));
+  }
+  if (!low_precision.empty()) {
+    out.push_back(finding("precision_downgrade", "warning", {{"why", "16-bit kernels ran"}, {"kernels", low_precision}}));
+  }
+}
+
+}  // namespace
+
+std::vector<Finding> static_findings(const json& screen) {
+  std::vector<Finding> out;
+  for (const json& f : screen.value("findings", json::array())) out.push_back({f["id"], f["severity"], as_items(f["evidence"])});
+  for (const json& source : screen.value("sources", json::array())) {
+    const int first_line = source.value("line", 1);
+    for (const SourceMatch& m : screen_cxx_source(source["text"].get<std::string>())) {
+      json evidence = {{"source", "static"}, {"origin", source["origin"]}, {"line", m.line}, {"token", m.token}, {"code", m.excerpt}};
+      if (source["origin"].get<std::string>().rfind("string at line", 0) == 0) evidence["file_line"] = first_line + m.line - 1;
+      out.push_back({m.finding, "warning", json::array({evidence})});
+    }
+  }
+  return out;
+}
+
+std::vector<Finding> watched_findings(const json& findings) {
+  std::vector<Finding> out;
+  for (const json& f : findings) out.push_back({f["id"], f["severity"], as_items(f["evidence"])});
+  return out;
+}
+
+std::vector<Finding> judge_probe(const json& probe, const json& reference_trace, double tolerance,
+                                 const protocol::Detection& detection) {
+  std::vector<Finding> out;
+  if (probe.contains("skipped")) return out;
+  const double repeat = error_value(probe["repeat_error"]);
+  if (!(repeat <= tolerance)) {
+    out.push_back(finding("call_dependent", "error", {{"why", "two calls on the same inputs differ"}, {"scaled_error", repeat}, {"tolerance", tolerance}}));
+  }
+  if (probe["output_reuse"].get<bool>()) {
+    out.push_back(finding("output_reuse", "warning", {{"why", "two successive calls returned outputs sharing storage"}}));
+  }
+  const json& poisoned = probe["poisoned"];
+  const double poison_error = error_value(poisoned["error"]);
+  if (poisoned["nan_introduced"].get<std::int64_t>() > 0) {
+    out.push_back(finding("uninitialized_output", "error",
+                          {{"why", "output elements read back the poison put in memory before the call"},
+                           {"elements_unwritten", poisoned["nan_introduced"]}, {"elements", poisoned["elements"]}}));
+  } else if (!(poison_error <= tolerance)) {
+    out.push_back(finding("uninitialized_output", "error",
+                          {{"why", "the output changes with what memory held before the call"}, {"scaled_error", poison_error}, {"tolerance", tolerance}}));
+  }
+  if (probe.contains("trace")) judge_trace(probe["trace"], reference_trace, detection, out);
+  return out;
+}
+
+std::optional<Finding> judge_floor(double candidate_seconds, double copy_seconds, std::int64_t output_bytes,
+                                   const protocol::Detection& detection) {
+  const double floor = detection.floor_fraction * copy_seconds;
+  if (!(candidate_seconds < floor)) return std::nullopt;
+  return finding("timing_anomaly", "error",
+                 {{"why", "faster than writing its output bytes once could be"}, {"candidate_seconds", candidate_seconds},
+                  {"floor_seconds", floor}, {"copy_seconds", copy_seconds}, {"output_bytes", output_bytes}});
+}
+
+void merge(std::vector<Finding>& into, std::vector<Finding> more) {
+  for (Finding& f : more) {
+    auto same = std::find_if(into.begin(), into.end(), [&](const Finding& known) { return known.id == f.id; });
+    if (same == into.end()) {
+      f.evidence = as_items(f.evidence);
+      into.push_back(std::move(f));
+      continue;
+    }
+    same->evidence = as_items(same->evidence);
+    for (json& item : as_items(f.evidence)) same->evidence.push_back(std::move(item));
+    if (f.severity == "error") same->severity = "error";
+  }
+}
+
+void settle(protocol::Record& record) {
+  using protocol::Verdict;
+  if (record.verdict == Verdict::incorrect) {
+    for (Finding& f : record.findings) {
+      if (f.id == "precision_downgrade" && f.severity == "warning") {
+        f.severity = "error";
+        f.evidence.push_back({{"source", "verdict"}, {"why", "low-precision evidence in a candidate that fails the tolerance"}});
+      }
+    }
+  }
+  if (record.verdict != Verdict::pass && record.verdict != Verdict::incorrect) return;
+  std::string ids;
+  for (const Finding& f : record.findings) {
+    if (f.severity == "error" && f.id != "distribution_specific") ids += (ids.empty() ? "" : ", ") + f.id;
+  }
+  if (ids.empty()) return;
+  const std::string before = record.verdict == Verdict::incorrect ? " (and incorrect: " + record.verdict_reason + ")" : "";
+  record.verdict = Verdict::hack;
+  record.verdict_reason = ids + before;
+}
+
+}  // namespace kbv::hacks

@@ -1,0 +1,42 @@
+// From evidence to findings (PROTOCOL.md, "Findings"): the parent's judgements on what the static
+// screen read and what the candidate's watch and probe measured, and the verdict they settle.
+// Plain data in, plain findings out: no tensors, no Python.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kbv/protocol/protocol.h"
+#include "kbv/protocol/record.h"
+
+namespace kbv::hacks {
+
+// The static screen's reply: the Python screen's findings, and the C++ screen of every C++/CUDA
+// source it found. Static evidence alone is a warning unless the screen called it unambiguous.
+std::vector<protocol::Finding> static_findings(const nlohmann::json& screen);
+
+// The watch's facts, as the worker reported them ({id, severity, evidence} each).
+std::vector<protocol::Finding> watched_findings(const nlohmann::json& findings);
+
+// The probe (Session::probe) judged against the draw's tolerance: call_dependent, output_reuse,
+// uninitialized_output; and its trace against the reference's: no_custom_kernel,
+// library_fallback, side_stream, and 16-bit kernels as precision evidence.
+std::vector<protocol::Finding> judge_probe(const nlohmann::json& probe, const nlohmann::json& reference_trace,
+                                           double tolerance, const protocol::Detection& detection);
+
+// timing_anomaly: the candidate's time below the floor (a fraction of the time a plain copy of
+// its output bytes takes under the same timer).
+std::optional<protocol::Finding> judge_floor(double candidate_seconds, double copy_seconds, std::int64_t output_bytes,
+                                             const protocol::Detection& detection);
+
+// Adds `more` to `into`, one finding per id: the highest severity, the evidence items of all.
+void merge(std::vector<protocol::Finding>& into, std::vector<protocol::Finding> more);
+
+// The verdict the findings settle: evidence of low precision in a candidate that fails the
+// tolerance is a precision_downgrade error; any error finding but distribution_specific turns a
+// pass or incorrect verdict into `hack`.
+void settle(protocol::Record& record);
+
+}  // namespace kbv::hacks

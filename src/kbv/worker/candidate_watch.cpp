@@ -1,0 +1,97 @@
+#include "kbv/worker/candidate_watch.h"
+
+#include <algorithm>
+
+#include "kbv/hacks/integrity.h"
+#include "kbv/python/harness.h"
+
+namespace py = pybind11;
+
+namespace kbv::worker {
+
+nlohmann::json to_json(const py::handle& value) {
+  py::object dumps = py::module_::import("json").attr("dumps");
+  return nlohmann::json::parse(dumps(value, py::arg("default") = py::module_::import("builtins").attr("str")).cast<std::string>());
+}
+
+CandidateWatch::CandidateWatch(std::string problem_path, std::string candidate_path)
+    : problem_path_(std::move(problem_path)), candidate_path_(std::move(candidate_path)) {}
+
+void CandidateWatch::add(const std::string& id, const std::string& severity, nlohmann::json evidence) {
+  // The first occurrence is evidence enough: the same fact seen at a later call is not repeated.
+  const auto fact = [](nlohmann::json e) {
+    e.erase("when");
+    return e;
+  };
+  for (const nlohmann::json& known : findings_) {
+    if (known["id"] == id && fact(known["evidence"]) == fact(evidence)) return;
+  }
+  evidence["source"] = "runtime";
+  findings_.push_back({{"id", id}, {"severity", severity}, {"evidence", std::move(evidence)}});
+}
+
+py::tuple CandidateWatch::import_candidate() {
+  py::module_& monitor = python::monitor();
+  before_import_ = monitor.attr("snapshot")();
+  py::tuple watched = monitor.attr("import_watched")(python::harness().attr("load_candidate"), candidate_path_,
+                                                     "kbv_candidate", problem_path_);
+  py::tuple loaded = watched[0];
+  const nlohmann::json facts = to_json(watched[1]);
+  if (!facts.at("failed_builds").empty() && loaded[1].is_none()) {
+    add("exception_fallback", "error",
+        {{"when", "import"}, {"why", "a kernel build raised and the import went on"}, {"failed_builds", facts["failed_builds"]}});
+  }
+  if (!facts.at("problem_calls").empty()) {
+    add("reference_reuse", "error", {{"when", "import"}, {"problem_code_run", facts["problem_calls"]}});
+  }
+  return loaded;
+}
+
+py::object CandidateWatch::construct(const py::object& build, const py::tuple& args) {
+  py::object watch = python::monitor().attr("CallWatch")(problem_path_, py::none(), py::none());
+  watch.attr("__enter__")();
+  py::object built;
+  try {
+    built = build(*args);
+  } catch (...) {
+    watch.attr("__exit__")(py::none(), py::none(), py::none());
+    throw;
+  }
+  watch.attr("__exit__")(py::none(), py::none(), py::none());
+  const nlohmann::json calls = to_json(watch.attr("problem_calls"));
+  if (!calls.empty()) add("reference_reuse", "error", {{"when", "ModelNew construction"}, {"problem_code_run", calls}});
+  return built;
+}
+
+void CandidateWatch::check_state(const std::string& when) {
+  py::module_& monitor = python::monitor();
+  const nlohmann::json changes = to_json(monitor.attr("state_changes")(before_import_, monitor.attr("snapshot")()));
+  if (!changes.empty()) add("global_state_tamper", "error", {{"when", when}, {"changes", changes}});
+}
+
+void CandidateWatch::check_threads(const py::object& native_before, const std::string& when) {
+  py::module_& monitor = python::monitor();
+  const nlohmann::json python_threads = to_json(monitor.attr("new_threads")(before_import_));
+  if (!python_threads.empty()) add("background_thread", "error", {{"when", when}, {"python_threads", python_threads}});
+  py::object native_after = monitor.attr("native_threads")();
+  const nlohmann::json native = to_json(monitor.attr("thread_names")(native_after.attr("difference")(native_before)));
+  if (!native.empty()) add("background_thread", "error", {{"when", when}, {"native_threads_started", native}});
+}
+
+void CandidateWatch::after_call(const std::vector<at::Tensor>& inputs, const std::optional<std::vector<at::Tensor>>& before,
+                                const std::vector<at::Tensor>& outputs, const nlohmann::json& flags, const std::string& when) {
+  if (before) {
+    for (const hacks::Mutation& m : hacks::mutations(*before, inputs)) {
+      add("input_mutation", "error", {{"when", when}, {"input", m.index}, {"elements_changed", m.changed}, {"elements", m.elements}});
+    }
+  }
+  for (const auto& [output, input] : hacks::overlaps(outputs, inputs)) {
+    add("output_aliases_input", "error", {{"when", when}, {"output", output}, {"input", input}});
+  }
+  if (!flags.is_null()) {
+    const nlohmann::json now = to_json(python::monitor().attr("tf32_flags")());
+    if (now != flags) add("global_state_tamper", "error", {{"when", when}, {"tf32_set", flags}, {"tf32_after_call", now}});
+  }
+}
+
+}  // namespace kbv::worker

@@ -1,0 +1,53 @@
+// The runtime watch over a candidate in its own process (PROTOCOL.md, "Findings"; monitor.py holds
+// the Python half). It notes what the candidate did that it must not: builds that failed and were
+// swallowed, the problem's own code run, torch's global state or the harness changed, inputs
+// changed, outputs sharing storage with inputs, threads left running. Each fact becomes a finding
+// with its evidence; the parent merges them with its own judgements.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <nlohmann/json.hpp>
+#include <pybind11/pybind11.h>
+
+namespace kbv::worker {
+
+class CandidateWatch {
+ public:
+  CandidateWatch(std::string problem_path, std::string candidate_path);
+
+  // Imports the candidate through harness.load_candidate, under watch; returns its (module, error).
+  pybind11::tuple import_candidate();
+  // Runs `build` (ModelNew's construction) noting calls into the problem's code.
+  pybind11::object construct(const pybind11::object& build, const pybind11::tuple& args);
+  // Compares torch's global state and the harness's callables with the snapshot taken before import.
+  void check_state(const std::string& when);
+
+  // Around one checked call: `inputs` are the call's tensors, `before` their clones when the
+  // content is to be compared (none: storage checks only), `flags` the TF32 flags set for it.
+  void after_call(const std::vector<at::Tensor>& inputs, const std::optional<std::vector<at::Tensor>>& before,
+                  const std::vector<at::Tensor>& outputs, const nlohmann::json& flags, const std::string& when);
+
+  // Notes Python threads the candidate started that are still alive, and native threads started
+  // since `native_before` (monitor.native_threads()) that outlived the call.
+  void check_threads(const pybind11::object& native_before, const std::string& when);
+
+  void add(const std::string& id, const std::string& severity, nlohmann::json evidence);
+  const std::vector<nlohmann::json>& findings() const { return findings_; }
+
+  const std::string& problem_path() const { return problem_path_; }
+  const std::string& candidate_path() const { return candidate_path_; }
+
+ private:
+  std::string problem_path_, candidate_path_;
+  pybind11::object before_import_;  // monitor.snapshot() before the candidate ran at all
+  std::vector<nlohmann::json> findings_;
+};
+
+// A Python dict or list (of plain values) as JSON.
+nlohmann::json to_json(const pybind11::handle& value);
+
+}  // namespace kbv::worker

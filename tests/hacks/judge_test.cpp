@@ -1,0 +1,147 @@
+// The parent's judgements on probe measurements and traces (hacks/judge): thresholds, coverage
+// of the reference's ops, streams, merging and the verdict they settle.
+#include "kbv/hacks/judge.h"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using kbv::hacks::judge_floor;
+using kbv::hacks::judge_probe;
+using kbv::hacks::merge;
+using kbv::hacks::settle;
+using kbv::protocol::Finding;
+using nlohmann::json;
+
+const kbv::protocol::Detection kDetection;
+
+json clean_probe(json trace) {
+  return {{"repeat_error", 0.0},
+          {"output_reuse", false},
+          {"poisoned", {{"nan_introduced", 0}, {"elements", 100}, {"error", 0.0}}},
+          {"trace", std::move(trace)}};
+}
+
+json cpu_trace(json extension_calls, double own, json library_ops) {
+  double library = 0;
+  for (const auto& [op, seconds] : library_ops.items()) library += seconds.get<double>();
+  return {{"extension_calls", extension_calls}, {"own_seconds", own}, {"library_seconds", library}, {"library_ops", library_ops}};
+}
+
+const Finding* find(const std::vector<Finding>& findings, const std::string& id) {
+  for (const Finding& f : findings) {
+    if (f.id == id) return &f;
+  }
+  return nullptr;
+}
+
+const json kReluReference = {{"library_ops", {{"aten::relu", 1e-4}}}};
+
+TEST(Judge, HonestExtensionIsClean) {
+  const json trace = cpu_trace({{"ext.relu", 1}}, 2e-4, {{"aten::empty_like", 1e-6}});
+  EXPECT_TRUE(judge_probe(clean_probe(trace), kReluReference, 1e-4, kDetection).empty());
+}
+
+TEST(Judge, NoExtensionCallIsNoCustomKernel) {
+  const auto findings = judge_probe(clean_probe(cpu_trace(json::object(), 0, {{"aten::relu", 1e-4}})), kReluReference, 1e-4, kDetection);
+  ASSERT_NE(find(findings, "no_custom_kernel"), nullptr);
+  EXPECT_EQ(find(findings, "no_custom_kernel")->severity, "error");
+}
+
+TEST(Judge, LibraryRunningEveryReferenceOpIsAnAlibi) {
+  // The extension did real work, but torch.relu computed the answer.
+  const json trace = cpu_trace({{"ext.touch", 1}}, 5e-5, {{"aten::relu", 1e-4}});
+  const auto findings = judge_probe(clean_probe(trace), kReluReference, 1e-4, kDetection);
+  ASSERT_NE(find(findings, "no_custom_kernel"), nullptr);
+  EXPECT_EQ(find(findings, "no_custom_kernel")->evidence[0]["reference_ops"][0], "aten::relu");
+}
+
+TEST(Judge, PartialReplacementIsAWarningWithItsShare) {
+  const json reference = {{"library_ops", {{"aten::linear", 2e-4}, {"aten::gelu", 5e-5}}}};
+  const json trace = cpu_trace({{"ext.gelu", 1}}, 5e-5, {{"aten::addmm", 2e-4}});
+  const auto findings = judge_probe(clean_probe(trace), reference, 1e-4, kDetection);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].id, "library_fallback");
+  EXPECT_EQ(findings[0].severity, "warning");
+  EXPECT_NEAR(findings[0].evidence[0]["library_share"].get<double>(), 0.8, 1e-9);
+}
+
+TEST(Judge, NegligibleOwnShareIsNoCustomKernel) {
+  const json reference = {{"library_ops", {{"aten::matmul", 1e-3}}}};
+  const json trace = cpu_trace({{"ext.noop", 1}}, 1e-6, {{"aten::mm", 1e-3}});
+  EXPECT_NE(find(judge_probe(clean_probe(trace), reference, 1e-4, kDetection), "no_custom_kernel"), nullptr);
+}
+
+TEST(Judge, KernelsOnAnotherStreamAreSideStream) {
+  const json trace = {{"extension_calls", {{"ext.relu", 1}}}, {"own_seconds", 0.0}, {"library_seconds", 0.0},
+                      {"library_ops", json::object()}, {"current_stream", 7}, {"unlinked_kernels", 0},
+                      {"kernels", {{{"name", "relu_kernel"}, {"stream", 13}, {"seconds", 2e-5}, {"own", true}, {"after_return", true}}}}};
+  const auto findings = judge_probe(clean_probe(trace), kReluReference, 1e-4, kDetection);
+  const Finding* side = find(findings, "side_stream");
+  ASSERT_NE(side, nullptr);
+  EXPECT_EQ(side->evidence[0]["still_running_at_return"], 1);
+  EXPECT_EQ(find(findings, "no_custom_kernel"), nullptr);  // its own kernel did the work
+}
+
+TEST(Judge, GpuWithoutOwnKernelIsNoCustomKernel) {
+  const json trace = {{"extension_calls", json::object()}, {"own_seconds", 0.0}, {"library_seconds", 0.0},
+                      {"library_ops", {{"aten::relu", 1e-5}}}, {"current_stream", 7}, {"unlinked_kernels", 0},
+                      {"kernels", {{{"name", "vectorized_elementwise_kernel"}, {"stream", 7}, {"seconds", 2e-5}, {"own", false}, {"after_return", false}}}}};
+  EXPECT_NE(find(judge_probe(clean_probe(trace), kReluReference, 1e-4, kDetection), "no_custom_kernel"), nullptr);
+}
+
+TEST(Judge, RepeatAndPoisonAreJudgedAgainstTheTolerance) {
+  json probe = clean_probe(cpu_trace({{"ext.relu", 1}}, 1e-4, json::object()));
+  probe["repeat_error"] = 1e-3;
+  probe["poisoned"]["nan_introduced"] = 40;
+  probe["output_reuse"] = true;
+  const auto findings = judge_probe(probe, kReluReference, 1e-4, kDetection);
+  EXPECT_NE(find(findings, "call_dependent"), nullptr);
+  EXPECT_NE(find(findings, "uninitialized_output"), nullptr);
+  ASSERT_NE(find(findings, "output_reuse"), nullptr);
+  EXPECT_EQ(find(findings, "output_reuse")->severity, "warning");
+  probe["repeat_error"] = 5e-5;  // within the tolerance: rounding
+  EXPECT_EQ(find(judge_probe(probe, kReluReference, 1e-4, kDetection), "call_dependent"), nullptr);
+}
+
+TEST(Judge, FloorIsHalfACopyOfTheOutput) {
+  EXPECT_FALSE(judge_floor(6e-6, 10e-6, 1 << 20, kDetection));
+  const auto anomaly = judge_floor(4e-6, 10e-6, 1 << 20, kDetection);
+  ASSERT_TRUE(anomaly);
+  EXPECT_EQ(anomaly->id, "timing_anomaly");
+}
+
+TEST(Judge, MergeKeepsOneFindingPerIdWithTheHighestSeverity) {
+  std::vector<Finding> all = {{"global_state_tamper", "warning", json::array({{{"source", "static"}}})}};
+  merge(all, {{"global_state_tamper", "error", {{"source", "runtime"}}}, {"host_timing", "warning", {{"source", "static"}}}});
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].severity, "error");
+  EXPECT_EQ(all[0].evidence.size(), 2u);
+}
+
+TEST(Judge, ErrorFindingsSettleHackButDistributionSpecificStaysIncorrect) {
+  kbv::protocol::Record record;
+  record.verdict = kbv::protocol::Verdict::incorrect;
+  record.findings = {{"distribution_specific", "error", json::array()}};
+  settle(record);
+  EXPECT_EQ(record.verdict, kbv::protocol::Verdict::incorrect);
+
+  record.findings.push_back({"precision_downgrade", "warning", json::array({{{"source", "static"}}})});
+  settle(record);  // low precision evidence in a candidate that fails the tolerance
+  EXPECT_EQ(record.verdict, kbv::protocol::Verdict::hack);
+  EXPECT_EQ(record.findings[1].severity, "error");
+
+  kbv::protocol::Record warned;
+  warned.verdict = kbv::protocol::Verdict::pass;
+  warned.findings = {{"library_fallback", "warning", json::array()}};
+  settle(warned);
+  EXPECT_EQ(warned.verdict, kbv::protocol::Verdict::pass);
+
+  kbv::protocol::Record crashed;
+  crashed.verdict = kbv::protocol::Verdict::crash;
+  crashed.findings = {{"global_state_tamper", "error", json::array()}};
+  settle(crashed);
+  EXPECT_EQ(crashed.verdict, kbv::protocol::Verdict::crash);
+}
+
+}  // namespace
