@@ -2,12 +2,13 @@
 # GPU tests, run on the H200 machine in one call: builds kbv against the image's python3 and
 # torch, builds every CUDA example in parallel, evaluates the CUDA rows of examples/manifest.tsv
 # under both protocols (their expected verdicts are the checks), then the GPU-only checks (TF32
-# baseline, side-stream work inside the measured time, spread of repeated evaluations).
+# baseline, side-stream work inside the measured time, spread of repeated evaluations), then the
+# CUDA rows of the hack corpus (tests/hacks/manifest.tsv: each hack named, honest ones clean).
 # Prints a short table last. Usage: tests/gpu/run.sh [OUT_DIR]   (stages: KBV_GPU_STAGES)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-${OUT:-$root/build-gpu/out}}
-stages=${KBV_GPU_STAGES:-build compile demo checks}
+stages=${KBV_GPU_STAGES:-build compile demo checks hacks}
 export KBV_CACHE=${KBV_CACHE:-/tmp/kbv-cache}
 export KBV=$root/build-gpu/kbv
 python=${KBV_PYTHON:-$(command -v python3)}
@@ -20,11 +21,14 @@ for stage in $stages; do
     build)
       make build PYTHON="$python" BUILD=build-gpu JOBS="$(nproc)" >"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; } ;;
     compile)
-      "$KBV" compile --device cuda -j "$(nproc)" examples/candidates/*/cuda_*.py | tee "$out/compile.log" ;;
+      "$KBV" compile --device cuda -j "$(nproc)" examples/candidates/*/cuda_*.py tests/hacks/candidates/cuda_*.py |
+        tee "$out/compile.log" ;;
     demo)
       examples/demo.sh cuda "$out/demo" | tee "$out/demo.txt" || status=1 ;;
     checks)
       python3 tests/gpu/checks.py "$KBV" "$out/demo" "$out" | tee "$out/checks.txt" || status=1 ;;
+    hacks)
+      python3 tests/hacks/corpus.py cuda "$out/hacks" -j 2 | tee "$out/hacks.txt" || status=1 ;;
   esac
   echo "stage $stage: $(( $(date +%s) - start )) s"
 done
