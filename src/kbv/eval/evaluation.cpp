@@ -186,6 +186,7 @@ void evaluate_candidate(WorkerClient& worker, const EvalRequest& request, const 
     const ReferenceDraw* refresh = refresh_draw(references, record.draws, probe_draw);
     if (refresh) command["refresh"] = refresh->draw.to_json();
     const Reply probe = worker.request(command, Seconds(request.timeout_seconds));
+    record.probe = probe.header.at("probe");
     hacks::merge(record.findings, hacks::judge_probe(probe.header.at("probe"), reference_trace, probe_draw->tolerance, protocol.detection));
     if (refresh && !probe.header.at("probe").contains("refreshed_bad_output")) {
       const protocol::DrawResult judged = judge(*refresh, probe.tensors, std::nullopt, protocol);

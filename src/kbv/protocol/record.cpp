@@ -98,6 +98,7 @@ json to_json(const Record& r) {
           {"correctness", correctness},
           {"draws", draws},
           {"findings", findings},
+          {"probe", r.probe},
           {"timing", timing},
           {"memory", memory},
           {"logs", {{"candidate", r.candidate_log}, {"reference", r.reference_log}}},

@@ -65,6 +65,7 @@ struct Record {
   std::vector<DrawResult> draws;
   int timed_outputs_checked = 0;
   std::vector<Finding> findings;
+  nlohmann::json probe;  // the hack probe's measurements (repeat, poison, trace), when it ran
   std::optional<TimingResult> baseline, candidate_timing;
   std::optional<double> speedup, speedup_ci_low, speedup_ci_high;
   std::optional<MemoryResult> baseline_memory, candidate_memory;

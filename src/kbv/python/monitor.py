@@ -260,20 +260,23 @@ def trace_call(call, device, extensions_dir, problem_file):
              "forward_seconds": (f1 - f0) * 1e-9, "library_ops": ops, "own_seconds": max(own_ns, 0) * 1e-9,
              "library_seconds": sum(ops.values())}
     if cuda:
-        # A kernel links to the CPU op (or range) innermost when it was launched: an aten op means the
-        # library launched it; the candidate's extension range, or no op at all, means its own code did.
-        frontend = {e.correlation_id(): e for e in cpu if e.linked_correlation_id() == 0}
-        kernels, current, unlinked = [], None, 0
-        for k in (e for e in events if e.device_type() == DeviceType.CUDA):
+        # A kernel launched inside an op links to it (linked_correlation_id): an aten op means the
+        # library launched it. One launched outside any op (the candidate's extension, Triton) links
+        # to none; its launch is the runtime call with the kernel's own correlation id.
+        frontend = {e.correlation_id(): e for e in cpu if e.linked_correlation_id() == 0 and e.correlation_id() > 0}
+        runtime = {e.correlation_id(): e for e in cpu if e.name().startswith("cu")}
+        kernels, current = [], None
+        # GPU-side copies of the profiler's own ranges (kbv.forward, kbv.ext:...) are not kernels.
+        for k in (e for e in events if e.device_type() == DeviceType.CUDA and not e.is_user_annotation()):
             parent = frontend.get(k.linked_correlation_id())
-            if parent is None:
-                unlinked += 1
-                continue
-            if marked.start_ns() <= parent.start_ns() <= marked.end_ns():
+            launch = runtime.get(k.correlation_id())
+            launched_at = parent.start_ns() if parent else (launch.start_ns() if launch else k.start_ns())
+            if marked.start_ns() <= launched_at <= marked.end_ns():
                 current = k.device_resource_id()
-            elif f0 <= parent.start_ns() <= f1:
+            elif f0 <= launched_at <= f1:
+                library = parent is not None and parent.name().startswith("aten::")
                 kernels.append({"name": k.name()[:200], "stream": k.device_resource_id(), "seconds": k.duration_ns() * 1e-9,
-                                "own": not parent.name().startswith("aten::"), "launched_in": parent.name()[:80],
+                                "own": not library, "launched_in": parent.name()[:80] if parent else "no op",
                                 "after_return": k.end_ns() > f1})
-        facts.update({"current_stream": current, "kernels": kernels, "unlinked_kernels": unlinked})
+        facts.update({"current_stream": current, "kernels": kernels})
     return result, facts

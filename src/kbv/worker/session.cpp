@@ -354,7 +354,6 @@ nlohmann::json Session::probe(const nlohmann::json& spec, const nlohmann::json& 
   if (!problem_calls.empty()) watch_->add("reference_reuse", "error", {{"when", "forward"}, {"problem_code_run", problem_calls}});
   probe["repeat_error"] = check::scaled_error(second->outputs, clean);
   probe["output_reuse"] = !hacks::overlaps(second->outputs, first.outputs).empty();
-  probe["earlier_output_changed"] = !hacks::mutations(clean, first.outputs).empty();
   first = Forward{};
   second.reset();
 
