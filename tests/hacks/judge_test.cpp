@@ -74,7 +74,7 @@ TEST(Judge, NegligibleOwnShareIsNoCustomKernel) {
 
 TEST(Judge, KernelsOnAnotherStreamAreSideStream) {
   const json trace = {{"extension_calls", {{"ext.relu", 1}}}, {"own_seconds", 0.0}, {"library_seconds", 0.0},
-                      {"library_ops", json::object()}, {"current_stream", 7}, {"unlinked_kernels", 0},
+                      {"library_ops", json::object()}, {"current_stream", 7},
                       {"kernels", {{{"name", "relu_kernel"}, {"stream", 13}, {"seconds", 2e-5}, {"own", true}, {"after_return", true}}}}};
   const auto findings = judge_probe(clean_probe(trace), kReluReference, 1e-4, kDetection);
   const Finding* side = find(findings, "side_stream");
@@ -85,7 +85,7 @@ TEST(Judge, KernelsOnAnotherStreamAreSideStream) {
 
 TEST(Judge, GpuWithoutOwnKernelIsNoCustomKernel) {
   const json trace = {{"extension_calls", json::object()}, {"own_seconds", 0.0}, {"library_seconds", 0.0},
-                      {"library_ops", {{"aten::relu", 1e-5}}}, {"current_stream", 7}, {"unlinked_kernels", 0},
+                      {"library_ops", {{"aten::relu", 1e-5}}}, {"current_stream", 7},
                       {"kernels", {{{"name", "vectorized_elementwise_kernel"}, {"stream", 7}, {"seconds", 2e-5}, {"own", false}, {"after_return", false}}}}};
   EXPECT_NE(find(judge_probe(clean_probe(trace), kReluReference, 1e-4, kDetection), "no_custom_kernel"), nullptr);
 }
