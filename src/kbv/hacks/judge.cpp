@@ -134,11 +134,12 @@ std::vector<Finding> static_findings(const json& screen) {
   std::vector<Finding> out;
   for (const json& f : screen.value("findings", json::array())) out.push_back({f["id"], f["severity"], as_items(f["evidence"])});
   for (const json& source : screen.value("sources", json::array())) {
+    // A string's text starts on the line of its opening quote; a file's on its line 1.
     const int first_line = source.value("line", 1);
     for (const SourceMatch& m : screen_cxx_source(source["text"].get<std::string>())) {
-      json evidence = {{"source", "static"}, {"origin", source["origin"]}, {"line", m.line}, {"token", m.token}, {"code", m.excerpt}};
-      if (source["origin"].get<std::string>().rfind("string at line", 0) == 0) evidence["file_line"] = first_line + m.line - 1;
-      out.push_back({m.finding, "warning", json::array({evidence})});
+      out.push_back({m.finding, "warning",
+                     json::array({{{"source", "static"}, {"line", first_line + m.line - 1}, {"origin", source["origin"]},
+                                   {"token", m.token}, {"code", m.excerpt}}})});
     }
   }
   return out;
