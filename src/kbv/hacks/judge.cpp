@@ -1,9 +1,7 @@
 #include "kbv/hacks/judge.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
-#include <map>
 #include <set>
 #include <string>
 

@@ -3,6 +3,7 @@
 // Plain data in, plain findings out: no tensors, no Python.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <vector>
 

@@ -6,7 +6,6 @@
 import os
 import sys
 import threading
-import time
 
 import torch
 
@@ -20,7 +19,6 @@ FLAG_READERS = {  # global switches a candidate must leave as it found them (TF3
     "num_interop_threads": torch.get_num_interop_threads,
     "default_dtype": lambda: str(torch.get_default_dtype()),
     "deterministic_algorithms": torch.are_deterministic_algorithms_enabled,
-    "flush_denormal": lambda: None,
 }
 # Namespaces whose callables a candidate could replace to fool a check or a clock.
 WATCHED_NAMESPACES = ("torch", "torch.nn.functional", "torch.Tensor", "torch.nn.Module", "torch.cuda", "torch.testing",

@@ -1,7 +1,5 @@
 #include "kbv/worker/candidate_watch.h"
 
-#include <algorithm>
-
 #include "kbv/hacks/integrity.h"
 #include "kbv/python/harness.h"
 
@@ -21,6 +19,7 @@ void CandidateWatch::add(const std::string& id, const std::string& severity, nlo
   // The first occurrence is evidence enough: the same fact seen at a later call is not repeated.
   const auto fact = [](nlohmann::json e) {
     e.erase("when");
+    e.erase("source");
     return e;
   };
   for (const nlohmann::json& known : findings_) {

@@ -224,7 +224,7 @@ void Session::fill_pool(const std::vector<std::uint64_t>& seeds) {
 void Session::warm_up(int calls, const std::string& mode) {
   for (int i = 0; i < calls; ++i) {
     const size_t set = static_cast<size_t>(i) % pool_.size();
-    last_[set] = forward(mode, pool_[set]);
+    last_[set] = forward(mode, pool_[set], "warm-up call");
   }
   measure::synchronize(device_);
 }
@@ -284,22 +284,38 @@ double Session::copy_seconds(std::int64_t bytes) {
   return measure::median(samples);
 }
 
+namespace {
+
+// The candidate's extension builds (TORCH_EXTENSIONS_DIR, set by the parent), or None.
+py::object extensions_dir() {
+  const char* directory = std::getenv("TORCH_EXTENSIONS_DIR");
+  return directory ? py::object(py::str(directory)) : py::none();
+}
+
+// harness.forward(model, inputs) as a Python callable of no arguments.
+py::object bound_forward(const py::object& model, const py::list& inputs) {
+  return py::module_::import("functools").attr("partial")(python::harness().attr("forward"), model, inputs);
+}
+
+}  // namespace
+
 nlohmann::json Session::trace(const nlohmann::json& spec, const std::string& mode) {
   const py::list inputs = draw(spec);
   apply_flags(mode);
-  py::object call = py::module_::import("functools").attr("partial")(python::harness().attr("forward"), model_, inputs);
-  py::tuple traced = guarded("reference_error", "Model.forward raised under the profiler", [&] {
-    return python::monitor().attr("trace_call")(call, device_.str(), py::none(), py::none());
-  });
-  return to_json(traced[1]);
+  try {
+    py::tuple traced = guarded("reference_error", "Model.forward raised under the profiler", [&] {
+      return python::monitor().attr("trace_call")(bound_forward(model_, inputs), device_.str(), py::none(), py::none());
+    });
+    return to_json(traced[1]);
+  } catch (const Failure& failure) {
+    return {{"trace_error", failure.what()}};  // the evaluation goes on without the reference's ops
+  }
 }
 
 nlohmann::json Session::traced_forward(const py::list& inputs, const std::string& mode) {
   apply_flags(mode);
-  const char* directory = std::getenv("TORCH_EXTENSIONS_DIR");
-  py::object call = py::module_::import("functools").attr("partial")(python::harness().attr("forward"), model_, inputs);
   py::tuple traced = guarded("runtime_error", "ModelNew.forward raised under the profiler", [&] {
-    return python::monitor().attr("trace_call")(call, device_.str(), directory ? py::object(py::str(directory)) : py::none(),
+    return python::monitor().attr("trace_call")(bound_forward(model_, inputs), device_.str(), extensions_dir(),
                                                 watch_->problem_path());
   });
   const Forward result = collect(traced[0]);
@@ -336,9 +352,7 @@ nlohmann::json Session::probe(const nlohmann::json& spec, const nlohmann::json& 
 
   // 2. The same inputs again (the first outputs still held), watching exceptions the candidate's
   // own code raises and swallows, and calls into the problem's code.
-  const char* directory = std::getenv("TORCH_EXTENSIONS_DIR");
-  py::object watch = monitor.attr("CallWatch")(watch_->problem_path(), watch_->candidate_path(),
-                                               directory ? py::object(py::str(directory)) : py::none(), false, true);
+  py::object watch = monitor.attr("CallWatch")(watch_->problem_path(), watch_->candidate_path(), extensions_dir(), false, true);
   restore_inputs();
   watch.attr("__enter__")();
   std::optional<Forward> second;

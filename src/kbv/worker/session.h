@@ -41,7 +41,7 @@ class Session {
   // One forward under `mode`'s TF32 flags (reference, baseline or candidate). A watched
   // candidate's call is checked (inputs unchanged, outputs not aliasing them, flags kept); `when`
   // names the call in that evidence.
-  Forward forward(const std::string& mode, const pybind11::list& inputs, const std::string& when = "checked call");
+  Forward forward(const std::string& mode, const pybind11::list& inputs, const std::string& when);
   // Sets the mode's TF32 flags and returns them as read back from torch.
   nlohmann::json apply_flags(const std::string& mode);
 

@@ -50,7 +50,8 @@ void handle_check(Session& session, Channel& channel, const json& command) {
   json header = {{"status", "ok"}, {"checksum", input_checksum(inputs)}, {"results", json::array()}};
   std::vector<EncodedTensor> tensors;
   for (const json& mode : command.at("modes")) {
-    Forward forward = session.forward(mode.get<std::string>(), inputs);
+    const std::string family = command.at("draw").value("family", "standard");
+    Forward forward = session.forward(mode.get<std::string>(), inputs, "check on " + family + " inputs");
     json result = {{"mode", mode}};
     if (forward.bad_output) {
       result["bad_output"] = *forward.bad_output;
