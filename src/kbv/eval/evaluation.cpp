@@ -101,7 +101,8 @@ std::vector<ReferenceDraw> reference_draws(WorkerClient& worker, const std::vect
   return draws;
 }
 
-// The first judged draw of the problem's own inputs (the probe's and the trace's inputs).
+// The first judged draw of the problem's own inputs: the reference's trace runs on it, and its
+// outputs' size sets the physical floor.
 const ReferenceDraw* first_standard(const std::vector<ReferenceDraw>& references) {
   for (const ReferenceDraw& r : references) {
     if (r.draw.family == protocol::Family::standard && r.skip_reason.empty()) return &r;

@@ -44,7 +44,7 @@ std::string tail(const std::string& log, int lines) {
 
 constexpr size_t kEvidenceShown = 3;
 
-// One evidence item on one line: where it was seen first, then its facts.
+// One evidence item on one line: where and when it was seen, why it counts, then its facts.
 std::string evidence_line(const nlohmann::json& item) {
   std::string line;
   if (item.is_object()) {
