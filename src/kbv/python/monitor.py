@@ -211,6 +211,18 @@ def import_watched(load, path, name, problem_file):
     return result, {"failed_builds": failures, "problem_calls": watch.problem_calls}
 
 
+def outermost(ranges):
+    """The ranges not nested in another on the same thread, in one sweep: a model's forward can run
+    thousands of ops, too many to compare pairwise."""
+    top, outer_end = [], {}
+    for e in sorted(ranges, key=lambda e: (e.start_ns(), -e.end_ns())):
+        thread = e.start_thread_id()
+        if e.end_ns() > outer_end.get(thread, -1):  # ops on a thread nest, so this one is not inside
+            top.append(e)
+            outer_end[thread] = e.end_ns()
+    return top
+
+
 def trace_call(call, device, extensions_dir, problem_file):
     """One forward under torch's profiler (its low-level API: the high-level one imports and patches more
     of torch). Work the candidate's own code did (CPU: time inside its extension calls outside any aten
@@ -249,7 +261,7 @@ def trace_call(call, device, extensions_dir, problem_file):
         return any(r is not e and r.start_thread_id() == e.start_thread_id() and r.start_ns() <= e.start_ns()
                    and e.end_ns() <= r.end_ns() for r in ranges)
 
-    top_aten = [e for e in aten if not enclosed(e, aten)]
+    top_aten = outermost(aten)
     ops = {}
     for e in top_aten:
         ops[e.name()] = ops.get(e.name(), 0) + e.duration_ns() * 1e-9

@@ -48,15 +48,7 @@ py::tuple CandidateWatch::import_candidate() {
 
 py::object CandidateWatch::construct(const py::object& build, const py::tuple& args) {
   py::object watch = python::monitor().attr("CallWatch")(problem_path_, py::none(), py::none());
-  watch.attr("__enter__")();
-  py::object built;
-  try {
-    built = build(*args);
-  } catch (...) {
-    watch.attr("__exit__")(py::none(), py::none(), py::none());
-    throw;
-  }
-  watch.attr("__exit__")(py::none(), py::none(), py::none());
+  py::object built = within(watch, [&] { return build(*args); });
   const nlohmann::json calls = to_json(watch.attr("problem_calls"));
   if (!calls.empty()) add("reference_reuse", "error", {{"when", "ModelNew construction"}, {"problem_code_run", calls}});
   return built;

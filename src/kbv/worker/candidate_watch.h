@@ -50,4 +50,18 @@ class CandidateWatch {
 // A Python dict or list (of plain values) as JSON.
 nlohmann::json to_json(const pybind11::handle& value);
 
+// `call()` inside the Python context manager `context`: __exit__ runs whether or not it throws.
+template <typename F>
+auto within(const pybind11::object& context, F&& call) {
+  context.attr("__enter__")();
+  try {
+    auto result = call();
+    context.attr("__exit__")(pybind11::none(), pybind11::none(), pybind11::none());
+    return result;
+  } catch (...) {
+    context.attr("__exit__")(pybind11::none(), pybind11::none(), pybind11::none());
+    throw;
+  }
+}
+
 }  // namespace kbv::worker

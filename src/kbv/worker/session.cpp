@@ -303,12 +303,10 @@ nlohmann::json Session::trace(const nlohmann::json& spec, const std::string& mod
   const py::list inputs = draw(spec);
   apply_flags(mode);
   try {
-    py::tuple traced = guarded("reference_error", "Model.forward raised under the profiler", [&] {
-      return python::monitor().attr("trace_call")(bound_forward(model_, inputs), device_.str(), py::none(), py::none());
-    });
+    const py::tuple traced = python::monitor().attr("trace_call")(bound_forward(model_, inputs), device_.str(), py::none(), py::none());
     return to_json(traced[1]);
-  } catch (const Failure& failure) {
-    return {{"trace_error", failure.what()}};  // the evaluation goes on without the reference's ops
+  } catch (py::error_already_set& error) {
+    return {{"trace_error", error.what()}};  // the evaluation goes on without the reference's ops
   }
 }
 
@@ -354,22 +352,15 @@ nlohmann::json Session::probe(const nlohmann::json& spec, const nlohmann::json& 
   // own code raises and swallows, and calls into the problem's code.
   py::object watch = monitor.attr("CallWatch")(watch_->problem_path(), watch_->candidate_path(), extensions_dir(), false, true);
   restore_inputs();
-  watch.attr("__enter__")();
-  std::optional<Forward> second;
-  try {
-    second = forward(mode, inputs, "probe: repeated call");
-  } catch (...) {
-    watch.attr("__exit__")(py::none(), py::none(), py::none());
-    throw;
+  {
+    const Forward second = within(watch, [&] { return forward(mode, inputs, "probe: repeated call"); });
+    probe["repeat_error"] = check::scaled_error(second.outputs, clean);
+    probe["output_reuse"] = !hacks::overlaps(second.outputs, first.outputs).empty();
   }
-  watch.attr("__exit__")(py::none(), py::none(), py::none());
+  first = Forward{};  // both calls' outputs freed before the poisoned call
   const nlohmann::json raised = to_json(watch.attr("raised")), problem_calls = to_json(watch.attr("problem_calls"));
   if (!raised.empty()) watch_->add("exception_fallback", "error", {{"when", "forward"}, {"raised_and_caught", raised}});
   if (!problem_calls.empty()) watch_->add("reference_reuse", "error", {{"when", "forward"}, {"problem_code_run", problem_calls}});
-  probe["repeat_error"] = check::scaled_error(second->outputs, clean);
-  probe["output_reuse"] = !hacks::overlaps(second->outputs, first.outputs).empty();
-  first = Forward{};
-  second.reset();
 
   // 3. Memory poisoned before the call: values it never wrote read as NaN.
   restore_inputs();
