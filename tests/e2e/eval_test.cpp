@@ -79,7 +79,7 @@ TEST_F(ExampleSuite, IdentityReluPassesKernelbenchAndIsCaughtAsDistributionSpeci
   const json& v = run("candidates/1_ReLU/cpu_identity.py", "verified").record;
   EXPECT_EQ(kb["verdict"], "pass");
   EXPECT_EQ(v["verdict"], "incorrect");
-  ASSERT_EQ(v["findings"].size(), 1u);
+  ASSERT_EQ(v["findings"].size(), 1u) << v["findings"].dump(1);
   EXPECT_EQ(v["findings"][0]["id"], "distribution_specific");
   for (const json& family : v["correctness"]) {
     if (family["family"] == "standard") {

@@ -267,8 +267,7 @@ def trace_call(call, device, extensions_dir, problem_file):
         ops[e.name()] = ops.get(e.name(), 0) + e.duration_ns() * 1e-9
     own_ns = sum(e.duration_ns() for e in extension) - sum(e.duration_ns() for e in top_aten if enclosed(e, extension))
     facts = {"extension_calls": watch.extension_calls, "problem_calls": watch.problem_calls,
-             "forward_seconds": (f1 - f0) * 1e-9, "library_ops": ops, "own_seconds": max(own_ns, 0) * 1e-9,
-             "library_seconds": sum(ops.values())}
+             "forward_seconds": (f1 - f0) * 1e-9, "library_ops": ops, "own_seconds": max(own_ns, 0) * 1e-9}
     if cuda:
         # A kernel launched inside an op links to it (linked_correlation_id): an aten op means the
         # library launched it. One launched outside any op (the candidate's extension, Triton) links
