@@ -221,5 +221,44 @@ TEST(BootstrapRatio, EdgeCases) {
   EXPECT_THROW(bootstrap_ratio_of_medians(some, some, 10, 1, 1.5), std::invalid_argument);
 }
 
+TEST(BootstrapMean, TwoValuesGiveTheFullRange) {
+  // Samples {0, 1}: a resample of two is {0,0}, {0,1}, {1,0} or {1,1}, mean 0, 0.5 or 1 with
+  // probabilities 1/4, 1/2, 1/4. Of 2000 means about 500 are 0 and 500 are 1, so the 2.5% and
+  // 97.5% quantiles (positions 49.975 and 1949.025) are exactly 0 and 1.
+  const std::vector<double> v{1.0, 0.0};
+  const Interval ci = bootstrap_mean(v, 2000, 17);
+  EXPECT_EQ(ci.low, 0.0);
+  EXPECT_EQ(ci.high, 1.0);
+}
+
+TEST(BootstrapMean, StraddlesTheMeanWithinTheSampleRange) {
+  // 1..100 has mean 50.5 and standard error 29.0/sqrt(100) = 2.9: the 95% interval is about
+  // 50.5 +- 1.96*2.9 = [44.8, 56.2]; allow for resampling noise.
+  const auto v = scrambled_one_to(100);
+  const Interval ci = bootstrap_mean(v, 2000, 5);
+  EXPECT_LT(ci.low, 50.5);
+  EXPECT_GT(ci.high, 50.5);
+  EXPECT_NEAR(ci.low, 44.8, 1.5);
+  EXPECT_NEAR(ci.high, 56.2, 1.5);
+  const Interval again = bootstrap_mean(v, 2000, 5);
+  EXPECT_EQ(ci.low, again.low);
+  EXPECT_EQ(ci.high, again.high);
+}
+
+TEST(BootstrapMean, EdgeCases) {
+  const std::vector<double> one{2.5};
+  const Interval single = bootstrap_mean(one, 10, 1);
+  EXPECT_EQ(single.low, 2.5);
+  EXPECT_EQ(single.high, 2.5);
+  const std::vector<double> none;
+  const Interval empty = bootstrap_mean(none, 10, 1);
+  EXPECT_TRUE(std::isnan(empty.low) && std::isnan(empty.high));
+  const std::vector<double> with_nan{1.0, NAN};
+  const Interval nan = bootstrap_mean(with_nan, 10, 1);
+  EXPECT_TRUE(std::isnan(nan.low) && std::isnan(nan.high));
+  EXPECT_THROW(bootstrap_mean(one, 0, 1), std::invalid_argument);
+  EXPECT_THROW(bootstrap_mean(one, 10, 1, 0.0), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace kbv::measure

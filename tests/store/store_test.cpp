@@ -59,9 +59,10 @@ TEST(Store, IdsAreStableAcrossReopening) {
 TEST(Store, ARecordIsKeptOncePerCandidateProtocolAndDevice) {
   Store store(fresh_path("once.sqlite").string());
   const auto run = store.run("r");
-  const auto candidate = store.candidate(run, store.problem({"/p/2_X.py", std::nullopt, 2, "X", "k"}), {"/c.py", std::nullopt, "c"});
+  const auto problem = store.problem({"/p/2_X.py", std::nullopt, 2, "X", "k"});
+  const auto candidate = store.candidate(run, problem, {"/c.py", std::nullopt, "c"});
   const auto environment = store.environment({{"device", "cpu"}});
-  const auto baseline = store.baseline(run, 1, "verified", "cpu", environment, {{"seconds", 0.003}}, 1024);
+  const auto baseline = store.baseline(problem, "verified", "cpu", environment, {{"seconds", 0.003}}, 1024);
   EXPECT_FALSE(store.has_record(candidate, "verified", "cpu"));
   EXPECT_TRUE(store.add_record(candidate, "verified", "cpu", baseline, environment, kRecord));
   EXPECT_TRUE(store.has_record(candidate, "verified", "cpu"));

@@ -13,10 +13,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include "kbv/cli/run_command.h"
 #include "kbv/eval/compile.h"
 #include "kbv/eval/evaluation.h"
 #include "kbv/eval/summary.h"
 #include "kbv/python/interpreter.h"
+#include "kbv/report/report_command.h"
 #include "kbv/worker/worker_main.h"
 
 namespace {
@@ -123,6 +125,14 @@ int main(int argc, char** argv) {
   compile_cmd->add_option("-j,--jobs", compile.jobs, "Builds at a time")->check(CLI::PositiveNumber)->capture_default_str();
   compile_cmd->add_option("--timeout", compile.timeout, "Seconds one build may take")->capture_default_str();
 
+  kbv::cli::RunOptions run;
+  CLI::App* run_cmd = kbv::cli::add_run_command(app, run);
+
+  kbv::report::ReportOptions report{"", "report"};
+  CLI::App* report_cmd = app.add_subcommand("report", "Write report.html, report.md and summary.json from a kbv run store");
+  report_cmd->add_option("--db", report.db, "SQLite store written by kbv run")->required();
+  report_cmd->add_option("--out", report.out_dir, "Folder for the three files (created if needed)")->capture_default_str();
+
   std::string role, python;
   CLI::App* worker_cmd = app.add_subcommand("worker", "(internal) a reference or candidate worker process");
   worker_cmd->group("");  // hidden from help
@@ -138,6 +148,10 @@ int main(int argc, char** argv) {
   try {
     if (*eval_cmd) return run_eval(eval);
     if (*compile_cmd) return run_compile(compile);
+    if (*run_cmd) {
+      return kbv::cli::run_command(run, cache_dir(), {self_executable(), kbv::python::default_python_executable(), {}});
+    }
+    if (*report_cmd) return kbv::report::run_report(report);
     if (*worker_cmd) {
       return kbv::worker::run_worker(role == "reference" ? kbv::worker::Role::reference : kbv::worker::Role::candidate,
                                      python);

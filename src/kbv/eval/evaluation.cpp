@@ -12,6 +12,7 @@
 #include "kbv/eval/correctness.h"
 #include "kbv/eval/extension_cache.h"
 #include "kbv/eval/plan.h"
+#include "kbv/eval/reference_side.h"
 #include "kbv/eval/timing_run.h"
 #include "kbv/hacks/judge.h"
 #include "kbv/measure/statistics.h"
@@ -32,73 +33,6 @@ Verdict verdict_of(const std::string& kind) {
   if (kind == "timeout") return Verdict::timeout;
   if (kind == "incorrect") return Verdict::incorrect;
   return Verdict::runtime_error;
-}
-
-[[noreturn]] void throw_reference_lost(const WorkerClient& worker, const WorkerLost& lost) {
-  throw EvalError("the reference worker " + std::string(lost.what()) + "\n" + worker.log_tail());
-}
-
-// A request to the reference worker: any failure is the evaluator's, not the candidate's.
-Reply reference_request(WorkerClient& worker, const json& command, double timeout) {
-  try {
-    return worker.request(command, Seconds(timeout));
-  } catch (const WorkerFailed& failed) {
-    if (failed.kind == "no_device" || failed.kind == "problem_error") throw EvalError(failed.what());
-    throw EvalError("the reference worker failed (" + failed.kind + "): " + failed.what());
-  } catch (const WorkerLost& lost) {
-    throw_reference_lost(worker, lost);
-  }
-}
-
-// Splits a check reply into its per-mode output lists.
-std::vector<std::vector<at::Tensor>> outputs_by_mode(const Reply& reply, std::vector<std::optional<std::string>>* bad) {
-  std::vector<std::vector<at::Tensor>> by_mode;
-  size_t next = 0;
-  for (const json& result : reply.header.at("results")) {
-    std::vector<at::Tensor> outputs;
-    if (result.contains("bad_output")) {
-      if (bad) bad->push_back(result.at("bad_output").get<std::string>());
-    } else {
-      if (bad) bad->push_back(std::nullopt);
-      for (size_t i = 0; i < result.at("outputs").size(); ++i) outputs.push_back(reply.tensors.at(next++));
-    }
-    by_mode.push_back(std::move(outputs));
-  }
-  return by_mode;
-}
-
-// The reference side of every draw: reference and baseline outputs, and whether the reference
-// is stochastic (two calls on the first draw's inputs differ).
-std::vector<ReferenceDraw> reference_draws(WorkerClient& worker, const std::vector<Draw>& plan,
-                                           const EvalRequest& request, bool& stochastic) {
-  std::vector<ReferenceDraw> draws;
-  stochastic = false;
-  for (const Draw& draw : plan) {
-    ReferenceDraw d{draw, {}, {}, {}, "", 0, 0};
-    const bool first = draws.empty();
-    json modes = first ? json{"reference", "reference", "baseline"} : json{"reference", "baseline"};
-    try {
-      const Reply reply = worker.request({{"cmd", "check"}, {"draw", draw.to_json()}, {"modes", modes}},
-                                         Seconds(request.timeout_seconds));
-      std::vector<std::optional<std::string>> bad;
-      auto outputs = outputs_by_mode(reply, &bad);
-      if (bad[0]) throw EvalError("the problem's Model returns no tensors: " + *bad[0]);
-      d.reference = outputs.front();
-      d.baseline = outputs.back();
-      d.checksum = reply.header.at("checksum");
-      if (first) stochastic = check::scaled_error(outputs[0], outputs[1]) != 0.0;
-    } catch (const WorkerFailed& failed) {
-      if (failed.kind != "reference_error") throw EvalError("the reference worker failed: " + std::string(failed.what()));
-      if (draw.family == protocol::Family::standard) {
-        throw EvalError(std::string("the problem's Model raised on its own inputs: ") + failed.what());
-      }
-      d.skip_reason = "out of domain: the reference raised under this family";
-    } catch (const WorkerLost& lost) {
-      throw_reference_lost(worker, lost);
-    }
-    draws.push_back(std::move(d));
-  }
-  return draws;
 }
 
 // The first judged draw of the problem's own inputs: the reference's trace runs on it, and its
@@ -217,7 +151,7 @@ void evaluate_candidate(WorkerClient& worker, const EvalRequest& request, const 
 
 // Every timed output of the candidate against the reference for the same inputs, at the
 // sketch's positions, under the standard family's tolerance.
-void check_timed_outputs(WorkerClient& reference, const EvalRequest& request, const std::vector<ReferenceDraw>& references,
+void check_timed_outputs(ReferenceSide& reference, const EvalRequest& request, const std::vector<ReferenceDraw>& references,
                          const std::vector<TimedOutputSketch>& sketches, Record& record) {
   double tolerance = request.protocol.error_floor;
   for (const ReferenceDraw& r : references) {
@@ -227,10 +161,8 @@ void check_timed_outputs(WorkerClient& reference, const EvalRequest& request, co
   for (size_t call = 0; call < sketches.size(); ++call) {
     const TimedOutputSketch& s = sketches[call];
     const json draw = {{"family", "standard"}, {"params", json::object()}, {"seed", s.content_seed}};
-    const Reply reply = reference_request(
-        reference,
-        {{"cmd", "check"}, {"draw", draw}, {"modes", {"reference"}}, {"sketch", {{"seed", s.sketch_seed}, {"points", request.protocol.timing.sketch_points}}}},
-        request.timeout_seconds);
+    const Reply reply = reference.request(
+        {{"cmd", "check"}, {"draw", draw}, {"modes", {"reference"}}, {"sketch", {{"seed", s.sketch_seed}, {"points", request.protocol.timing.sketch_points}}}});
     const json& rms = reply.header.at("results").at(0).at("rms");
     double error = 0;
     if (s.values.size() != reply.tensors.size()) {
@@ -265,10 +197,12 @@ void check_timed_outputs(WorkerClient& reference, const EvalRequest& request, co
 
 }  // namespace
 
-Record evaluate(const EvalRequest& request) {
+Record evaluate(const EvalRequest& request, ReferenceSide& reference) {
   const auto started = std::chrono::steady_clock::now();
-  for (const std::string& path : {request.problem, request.candidate}) {
-    if (!std::filesystem::is_regular_file(path)) throw EvalError("no such file: " + path);
+  if (!std::filesystem::is_regular_file(request.candidate)) throw EvalError("no such file: " + request.candidate);
+  if (request.problem != reference.config().problem || request.device != reference.config().device ||
+      request.protocol.name != reference.config().protocol.name) {
+    throw std::logic_error("evaluate: the reference side serves another problem, device or protocol");
   }
   const protocol::Protocol& protocol = request.protocol;
   Record record;
@@ -276,54 +210,22 @@ Record evaluate(const EvalRequest& request) {
   record.candidate = request.candidate;
   record.device = request.device;
   record.protocol = protocol::to_json(protocol);
+  record.versions = reference.versions();
 
   std::mt19937_64 rng = make_rng(protocol);
-  const std::vector<Draw> plan = plan_draws(protocol, rng);
-
-  // Reference side, in a process that never imports the candidate.
-  request.progress("reference: loading the problem");
-  WorkerClient reference("reference", request.launch);
-  const Reply loaded = reference_request(
-      reference, {{"cmd", "load"}, {"problem", request.problem}, {"device", request.device}, {"protocol", record.protocol}},
-      request.compile_timeout_seconds);
-  record.versions = loaded.header.at("versions");
-  record.versions["kbv"] = KBV_VERSION;
-  for (const char* key : {"gpu", "cuda_driver_api"}) {
-    if (loaded.header.contains(key)) record.versions[key] = loaded.header[key];
-  }
-  request.progress("reference: " + std::to_string(plan.size()) + " input draws");
   bool stochastic = false;
-  std::vector<ReferenceDraw> references = reference_draws(reference, plan, request, stochastic);
+  std::vector<ReferenceDraw> references = reference.draws(plan_draws(protocol, rng), stochastic);
   prepare(references, protocol);
   if (stochastic) {
-    reference.shutdown();
     record.verdict = Verdict::unverifiable;
     record.verdict_reason = "stochastic reference: two calls on the same inputs differ";
     record.wall_seconds = Seconds(std::chrono::steady_clock::now() - started).count();
     return record;
   }
-  json reference_trace;
   const ReferenceDraw* traced = first_standard(references);
-  if (protocol.detection.enabled && traced) {
-    // The ops the reference itself runs: library ops doing all of them in the candidate are the
-    // op. Traced before the baseline is timed, as the candidate is traced before its timing, so
-    // whatever the profiler leaves behind weighs on both sides alike.
-    reference_trace = reference_request(reference, {{"cmd", "trace"}, {"draw", traced->draw.to_json()}, {"mode", "baseline"}},
-                                        request.timeout_seconds).header.at("trace");
-  }
-  request.progress("reference: timing the baseline");
-  try {
-    record.baseline = run_timing(reference, "baseline", protocol, rng, request.timeout_seconds, false).result;
-  } catch (const std::exception& error) {
-    throw EvalError(std::string("timing the baseline failed: ") + error.what());
-  }
-  const Reply base_memory = reference_request(reference, {{"cmd", "memory"}, {"mode", "baseline"}}, request.timeout_seconds);
-  record.baseline_memory.emplace();
-  record.baseline_memory->footprint_bytes = loaded.header.value("footprint_bytes", 0);
-  record.baseline_memory->peak_bytes = base_memory.header.at("peak_bytes").get<std::int64_t>();
-  if (base_memory.header.contains("driver_growth_bytes")) {
-    record.baseline_memory->driver_growth_bytes = base_memory.header["driver_growth_bytes"];
-  }
+  reference.measure_baseline(traced);
+  record.baseline = reference.baseline();
+  record.baseline_memory = reference.baseline_memory();
 
   // Candidate side, in a fresh process whose extension builds are keyed by content.
   WorkerLaunch launch = request.launch;
@@ -333,7 +235,7 @@ Record evaluate(const EvalRequest& request) {
   {
     WorkerClient candidate("candidate", launch);
     try {
-      evaluate_candidate(candidate, request, references, reference_trace, rng, record, sketches);
+      evaluate_candidate(candidate, request, references, reference.trace(), rng, record, sketches);
     } catch (const WorkerFailed& failed) {
       record.verdict = verdict_of(failed.kind);
       record.verdict_reason = failed.what();
@@ -348,14 +250,12 @@ Record evaluate(const EvalRequest& request) {
   if (protocol.detection.enabled && record.candidate_timing && traced) {
     std::int64_t output_bytes = 0;
     for (const at::Tensor& t : traced->reference) output_bytes += static_cast<std::int64_t>(t.nbytes());
-    const double copy = reference_request(reference, {{"cmd", "floor"}, {"bytes", output_bytes}}, request.timeout_seconds)
-                            .header.at("copy_seconds");
+    const double copy = reference.copy_seconds(output_bytes);
     if (auto anomaly = hacks::judge_floor(record.candidate_timing->seconds, copy, output_bytes, protocol.detection)) {
       hacks::merge(record.findings, {*anomaly});
     }
   }
   if (protocol.detection.enabled) hacks::settle(record);
-  reference.shutdown();
   record.reference_log = reference.log_tail();
 
   if (record.baseline && record.candidate_timing && record.candidate_timing->seconds > 0) {
@@ -368,6 +268,19 @@ Record evaluate(const EvalRequest& request) {
     }
   }
   record.wall_seconds = Seconds(std::chrono::steady_clock::now() - started).count();
+  return record;
+}
+
+Record evaluate(const EvalRequest& request) {
+  if (!std::filesystem::is_regular_file(request.problem)) throw EvalError("no such file: " + request.problem);
+  if (!std::filesystem::is_regular_file(request.candidate)) throw EvalError("no such file: " + request.candidate);
+  const auto started = std::chrono::steady_clock::now();
+  ReferenceSide reference({request.problem, request.device, request.protocol, request.timeout_seconds,
+                           request.compile_timeout_seconds, request.launch, request.progress});
+  Record record = evaluate(request, reference);
+  reference.shutdown();
+  record.reference_log = reference.log_tail();
+  record.wall_seconds = Seconds(std::chrono::steady_clock::now() - started).count();  // the reference's start too
   return record;
 }
 

@@ -29,6 +29,13 @@ struct EvalRequest {
   std::function<void(std::string_view)> progress = [](std::string_view) {};
 };
 
+// One evaluation with its own reference worker (kbv eval).
 protocol::Record evaluate(const EvalRequest& request);
+
+class ReferenceSide;
+// One candidate against a reference side serving the same problem, device and protocol (kbv run:
+// the side and its baseline outlive the candidate). Throws EvalError when the reference fails; the
+// side is then unusable.
+protocol::Record evaluate(const EvalRequest& request, ReferenceSide& reference);
 
 }  // namespace kbv::eval

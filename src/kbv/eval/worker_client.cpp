@@ -72,4 +72,20 @@ void WorkerClient::shutdown() {
   process_.wait();
 }
 
+std::vector<std::vector<at::Tensor>> outputs_by_mode(const Reply& reply, std::vector<std::optional<std::string>>* bad) {
+  std::vector<std::vector<at::Tensor>> by_mode;
+  size_t next = 0;
+  for (const nlohmann::json& result : reply.header.at("results")) {
+    std::vector<at::Tensor> outputs;
+    if (result.contains("bad_output")) {
+      if (bad) bad->push_back(result.at("bad_output").get<std::string>());
+    } else {
+      if (bad) bad->push_back(std::nullopt);
+      for (size_t i = 0; i < result.at("outputs").size(); ++i) outputs.push_back(reply.tensors.at(next++));
+    }
+    by_mode.push_back(std::move(outputs));
+  }
+  return by_mode;
+}
+
 }  // namespace kbv::eval

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -52,5 +53,9 @@ class WorkerClient {
   worker::WorkerProcess process_;
   bool running_ = true;
 };
+
+// Splits a `check` reply into its per-mode output lists; `bad` (when given) gets, per mode, why it
+// returned no tensors or nothing.
+std::vector<std::vector<at::Tensor>> outputs_by_mode(const Reply& reply, std::vector<std::optional<std::string>>* bad);
 
 }  // namespace kbv::eval

@@ -24,6 +24,13 @@ void check_confidence(double confidence) {
   }
 }
 
+void check_bootstrap(int resamples, double confidence) {
+  check_confidence(confidence);
+  if (resamples < 1) {
+    throw std::invalid_argument("kbv::measure: bootstrap needs at least one resample");
+  }
+}
+
 // Median of a non-empty, NaN-free buffer, reordering it. After nth_element the element at n/2 is
 // the upper middle and everything before it is no larger, so for even n the lower middle is the
 // largest of that prefix (one linear pass instead of a second nth_element).
@@ -62,6 +69,14 @@ double sorted_quantile(std::span<const double> sorted, double q) {
   // Equal neighbours (including two infinities, where inf - inf would give NaN) need no blend.
   if (frac == 0.0 || sorted[below] == sorted[above]) return sorted[below];
   return sorted[below] + frac * (sorted[above] - sorted[below]);
+}
+
+// The percentile interval of bootstrap statistics: their (1-confidence)/2 and (1+confidence)/2
+// quantiles. Sorts `statistics`, which must be free of NaN.
+Interval percentile_interval(std::span<double> statistics, double confidence) {
+  std::sort(statistics.begin(), statistics.end());
+  const double tail = (1.0 - confidence) / 2.0;
+  return {sorted_quantile(statistics, tail), sorted_quantile(statistics, 1.0 - tail)};
 }
 
 // Fills `out` with out.size() draws from `source` with replacement. `rng() % n` is used rather
@@ -118,10 +133,7 @@ double relative_half_width(Interval ci, double center) { return (ci.high - ci.lo
 Interval bootstrap_ratio_of_medians(std::span<const double> numerator,
                                     std::span<const double> denominator, int resamples,
                                     std::uint64_t seed, double confidence) {
-  check_confidence(confidence);
-  if (resamples < 1) {
-    throw std::invalid_argument("kbv::measure: bootstrap needs at least one resample");
-  }
+  check_bootstrap(resamples, confidence);
   if (numerator.empty() || denominator.empty() || has_nan(numerator) || has_nan(denominator)) {
     return {kNaN, kNaN};
   }
@@ -139,9 +151,24 @@ Interval bootstrap_ratio_of_medians(std::span<const double> numerator,
   }
   // 0/0 ratios would break the sort's ordering; they can only come from zero times.
   if (has_nan(ratios)) return {kNaN, kNaN};
-  std::sort(ratios.begin(), ratios.end());
-  const double tail = (1.0 - confidence) / 2.0;
-  return {sorted_quantile(ratios, tail), sorted_quantile(ratios, 1.0 - tail)};
+  return percentile_interval(ratios, confidence);
+}
+
+Interval bootstrap_mean(std::span<const double> samples, int resamples, std::uint64_t seed,
+                        double confidence) {
+  check_bootstrap(resamples, confidence);
+  if (samples.empty() || has_nan(samples)) return {kNaN, kNaN};
+
+  std::mt19937_64 rng(seed);
+  std::vector<double> buf(samples.size());
+  std::vector<double> means(static_cast<std::size_t>(resamples));
+  for (double& m : means) {
+    resample(samples, rng, buf);
+    m = mean(buf);
+  }
+  // Infinite samples of both signs give inf - inf = NaN means, which break the sort's ordering.
+  if (has_nan(means)) return {kNaN, kNaN};
+  return percentile_interval(means, confidence);
 }
 
 }  // namespace kbv::measure

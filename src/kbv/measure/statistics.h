@@ -66,4 +66,15 @@ Interval bootstrap_ratio_of_medians(std::span<const double> numerator,
                                     std::span<const double> denominator, int resamples,
                                     std::uint64_t seed, double confidence = 0.95);
 
+// Percentile-bootstrap confidence interval for the mean of `samples`. `kbv report` uses it on
+// log speedups, resampling candidates, for the CI of the geometric-mean speedup.
+//
+// Each of `resamples` rounds draws len(samples) values with replacement and records their mean;
+// the interval is the (1-confidence)/2 and (1+confidence)/2 quantiles of those means, taken and
+// seeded exactly as in bootstrap_ratio_of_medians above.
+// Edge cases: empty or containing NaN -> {NaN, NaN}; one value x (or all equal) -> {x, x}.
+// Throws std::invalid_argument unless 0 < confidence < 1 and resamples >= 1.
+Interval bootstrap_mean(std::span<const double> samples, int resamples, std::uint64_t seed,
+                        double confidence = 0.95);
+
 }  // namespace kbv::measure

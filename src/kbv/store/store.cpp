@@ -35,8 +35,7 @@ CREATE TABLE IF NOT EXISTS compiles (
   candidate_id INTEGER NOT NULL REFERENCES candidates(id), device TEXT NOT NULL, outcome TEXT NOT NULL,
   seconds REAL NOT NULL, created TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS baselines (
-  id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id),
-  problem_id INTEGER NOT NULL REFERENCES problems(id), protocol TEXT NOT NULL, device TEXT NOT NULL,
+  id INTEGER PRIMARY KEY, problem_id INTEGER NOT NULL REFERENCES problems(id), protocol TEXT NOT NULL, device TEXT NOT NULL,
   environment_id INTEGER NOT NULL REFERENCES environments(id), seconds REAL NOT NULL, peak_bytes INTEGER,
   timing TEXT NOT NULL, created TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS records (
@@ -46,6 +45,9 @@ CREATE TABLE IF NOT EXISTS records (
   verdict TEXT NOT NULL, speedup REAL, baseline_ms REAL, candidate_ms REAL, peak_ratio REAL, raises_peak INTEGER,
   findings TEXT NOT NULL, wall_seconds REAL NOT NULL, record TEXT NOT NULL, created TEXT NOT NULL,
   UNIQUE (candidate_id, protocol, device));
+CREATE TABLE IF NOT EXISTS failures (
+  candidate_id INTEGER NOT NULL REFERENCES candidates(id), protocol TEXT NOT NULL, device TEXT NOT NULL,
+  message TEXT NOT NULL, created TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS records_by_verdict ON records (protocol, device, verdict);
 CREATE INDEX IF NOT EXISTS candidates_by_run ON candidates (run_id, problem_id);
 )sql";
@@ -170,23 +172,33 @@ void Store::compiled(std::int64_t candidate, const std::string& device, const st
   insert.exec();
 }
 
-std::int64_t Store::baseline(std::int64_t run, std::int64_t problem, const std::string& protocol, const std::string& device,
+std::int64_t Store::baseline(std::int64_t problem, const std::string& protocol, const std::string& device,
                              std::int64_t environment, const json& timing, std::optional<std::int64_t> peak_bytes) {
   std::lock_guard lock(mutex_);
   SQLite::Statement insert(db_,
-                           "INSERT INTO baselines (run_id, problem_id, protocol, device, environment_id, seconds, peak_bytes, "
-                           "timing, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  insert.bind(1, run);
-  insert.bind(2, problem);
-  insert.bind(3, protocol);
-  insert.bind(4, device);
-  insert.bind(5, environment);
-  insert.bind(6, timing.value("seconds", 0.0));
-  bind_optional(insert, 7, peak_bytes);
-  insert.bind(8, timing.dump());
-  insert.bind(9, now_utc());
+                           "INSERT INTO baselines (problem_id, protocol, device, environment_id, seconds, peak_bytes, timing, created) "
+                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+  insert.bind(1, problem);
+  insert.bind(2, protocol);
+  insert.bind(3, device);
+  insert.bind(4, environment);
+  insert.bind(5, timing.value("seconds", 0.0));
+  bind_optional(insert, 6, peak_bytes);
+  insert.bind(7, timing.dump());
+  insert.bind(8, now_utc());
   insert.exec();
   return db_.getLastInsertRowid();
+}
+
+void Store::failure(std::int64_t candidate, const std::string& protocol, const std::string& device, const std::string& message) {
+  std::lock_guard lock(mutex_);
+  SQLite::Statement insert(db_, "INSERT INTO failures (candidate_id, protocol, device, message, created) VALUES (?, ?, ?, ?, ?)");
+  insert.bind(1, candidate);
+  insert.bind(2, protocol);
+  insert.bind(3, device);
+  insert.bind(4, message);
+  insert.bind(5, now_utc());
+  insert.exec();
 }
 
 bool Store::has_record(std::int64_t candidate, const std::string& protocol, const std::string& device) {

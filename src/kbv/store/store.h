@@ -40,8 +40,13 @@ class Store {
   // A file the run could not use (unreadable, unmatched to a problem): listed, never dropped silently.
   void unmatched(std::int64_t run, const std::string& path, const std::string& reason);
   void compiled(std::int64_t candidate, const std::string& device, const std::string& outcome, double seconds);
-  std::int64_t baseline(std::int64_t run, std::int64_t problem, const std::string& protocol, const std::string& device,
+  // A baseline measurement (the record's timing.baseline JSON), shared by the records that cite it.
+  std::int64_t baseline(std::int64_t problem, const std::string& protocol, const std::string& device,
                         std::int64_t environment, const nlohmann::json& timing, std::optional<std::int64_t> peak_bytes);
+
+  // An evaluation that could not be carried out (the problem or the evaluator failed): no record,
+  // so a rerun tries again.
+  void failure(std::int64_t candidate, const std::string& protocol, const std::string& device, const std::string& message);
 
   bool has_record(std::int64_t candidate, const std::string& protocol, const std::string& device);
   // Stores `record` (kbv eval's JSON record) with its indexed columns; a second record for the

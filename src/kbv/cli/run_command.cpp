@@ -1,0 +1,107 @@
+#include "kbv/cli/run_command.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "kbv/run/discovery.h"
+#include "kbv/run/runner.h"
+
+namespace kbv::cli {
+namespace {
+
+std::vector<std::string> split(const std::string& list) {
+  std::vector<std::string> items;
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (!item.empty()) items.push_back(item);
+  }
+  return items;
+}
+
+}  // namespace
+
+CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
+  o.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  CLI::App* cmd = app.add_subcommand("run", "Evaluate many candidates into a SQLite store (resumes where it stopped)");
+  cmd->footer(
+      "Inputs: --problems (a KernelBench problem tree, level{L}/{id}_{Name}.py) with --samples (generated files named\n"
+      "level_{L}_problem_{id}_sample_{s}_kernel.py), or --manifest (CSV/TSV with a header naming problem and candidate,\n"
+      "optionally run, sample and device; or JSON Lines with those keys). Files that cannot be used are listed.\n"
+      "Rerunning the same command skips every record already in --db.");
+  auto* problems = cmd->add_option("--problems", o.problems, "KernelBench problem folder")->check(CLI::ExistingDirectory);
+  auto* samples = cmd->add_option("--samples", o.samples, "Folder of generated samples")->check(CLI::ExistingDirectory);
+  auto* manifest = cmd->add_option("--manifest", o.manifest, "CSV, TSV or JSONL manifest")->check(CLI::ExistingFile);
+  problems->needs(samples);
+  samples->needs(problems);
+  manifest->excludes(problems)->excludes(samples);
+  cmd->add_option("--run-name", o.run_name, "Name of the run (default: the samples folder's name, or the manifest's)");
+  cmd->add_option("--db", o.db, "SQLite store to write (created if missing)")->capture_default_str();
+  cmd->add_option("--device", o.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  cmd->add_option("--protocols", o.protocols, "Comma-separated: verified, kernelbench")->capture_default_str();
+  cmd->add_option("--gpus", o.gpus, "Comma-separated GPU indices, one evaluation lane each (cuda)")->capture_default_str();
+  cmd->add_option("-j,--jobs", o.jobs, "Candidate builds at a time")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--timeout", o.timeout, "Seconds any one step of a candidate may take")->capture_default_str();
+  cmd->add_option("--compile-timeout", o.compile_timeout, "Seconds one candidate's build may take")->capture_default_str();
+  return cmd;
+}
+
+int run_command(const RunOptions& o, const std::string& cache_dir, const eval::WorkerLaunch& launch) {
+  if (o.manifest.empty() && o.samples.empty()) {
+    std::cerr << "kbv run: name the candidates: --problems DIR --samples DIR, or --manifest FILE\n";
+    return 2;
+  }
+  run::RunRequest request;
+  request.protocols = split(o.protocols);
+  for (const std::string& p : request.protocols) {
+    if (p != "verified" && p != "kernelbench") {
+      std::cerr << "kbv run: --protocols: " << p << " is not verified or kernelbench\n";
+      return 2;
+    }
+  }
+  request.gpus = split(o.gpus);
+  if (request.protocols.empty() || request.gpus.empty()) {
+    std::cerr << "kbv run: --protocols and --gpus need at least one entry\n";
+    return 2;
+  }
+  namespace fs = std::filesystem;
+  if (o.manifest.empty()) {
+    const std::string name = o.run_name.empty() ? fs::absolute(o.samples).lexically_normal().filename().string() : o.run_name;
+    request.discovery = run::discover_samples(o.problems, o.samples, name.empty() ? "samples" : name);
+  } else {
+    request.discovery = run::read_manifest(o.manifest, o.run_name.empty() ? fs::path(o.manifest).stem().string() : o.run_name);
+  }
+  request.device = o.device;
+  request.compile_jobs = o.jobs;
+  request.timeout_seconds = o.timeout;
+  request.compile_timeout_seconds = o.compile_timeout;
+  request.cache_dir = cache_dir;
+  request.launch = launch;
+  request.terminal = isatty(STDERR_FILENO);
+
+  const auto& unmatched = request.discovery.unmatched;
+  std::cerr << "kbv run: " << request.discovery.jobs.size() << " candidates, " << unmatched.size()
+            << " files unmatched, protocols " << o.protocols << ", device " << o.device << ", store " << o.db << "\n";
+  for (size_t i = 0; i < unmatched.size() && i < 10; ++i) std::cerr << "  unmatched: " << unmatched[i].path << ": " << unmatched[i].reason << "\n";
+  if (unmatched.size() > 10) std::cerr << "  ... and " << unmatched.size() - 10 << " more (table `unmatched` in the store)\n";
+
+  store::Store store(o.db);
+  const run::RunTotals totals = run::run(request, store);
+
+  std::ostringstream verdicts;
+  for (const auto& [verdict, count] : totals.verdicts) verdicts << (verdicts.tellp() ? ", " : "") << verdict << " " << count;
+  char times[160];
+  std::snprintf(times, sizeof times, "builds %.0f s, evaluations %.0f s, wall %.0f s", totals.build_seconds,
+                totals.evaluate_seconds, totals.wall_seconds);
+  std::cout << "kbv run: " << totals.evaluated << " evaluated (" << (totals.evaluated ? verdicts.str() : "none") << "), "
+            << totals.already << " already in the store, " << totals.failed << " could not be evaluated";
+  if (totals.other_device) std::cout << ", " << totals.other_device << " manifest rows for another device left out";
+  std::cout << "\nkbv run: " << times << "; results in " << o.db << "\n";
+  return totals.failed ? 1 : 0;
+}
+
+}  // namespace kbv::cli

@@ -1,0 +1,116 @@
+#include "kbv/eval/reference_side.h"
+
+#include "kbv/check/comparison.h"
+#include "kbv/eval/evaluation.h"
+#include "kbv/eval/timing_run.h"
+
+namespace kbv::eval {
+namespace {
+
+using nlohmann::json;
+using Seconds = std::chrono::duration<double>;
+
+[[noreturn]] void throw_reference_lost(const WorkerClient& worker, const WorkerLost& lost) {
+  throw EvalError("the reference worker " + std::string(lost.what()) + "\n" + worker.log_tail());
+}
+
+// A request to the reference worker: any failure is the evaluator's, not the candidate's.
+Reply reference_request(WorkerClient& worker, const json& command, double timeout) {
+  try {
+    return worker.request(command, Seconds(timeout));
+  } catch (const WorkerFailed& failed) {
+    if (failed.kind == "no_device" || failed.kind == "problem_error") throw EvalError(failed.what());
+    throw EvalError("the reference worker failed (" + failed.kind + "): " + failed.what());
+  } catch (const WorkerLost& lost) {
+    throw_reference_lost(worker, lost);
+  }
+}
+
+}  // namespace
+
+ReferenceSide::ReferenceSide(ReferenceConfig config)
+    : config_(std::move(config)), worker_("reference", config_.launch), rng_(make_rng(config_.protocol)) {
+  config_.progress("reference: loading the problem");
+  const Reply loaded = reference_request(worker_,
+                                         {{"cmd", "load"},
+                                          {"problem", config_.problem},
+                                          {"device", config_.device},
+                                          {"protocol", protocol::to_json(config_.protocol)}},
+                                         config_.load_timeout_seconds);
+  versions_ = loaded.header.at("versions");
+  versions_["kbv"] = KBV_VERSION;
+  for (const char* key : {"gpu", "cuda_driver_api"}) {
+    if (loaded.header.contains(key)) versions_[key] = loaded.header[key];
+  }
+  footprint_bytes_ = loaded.header.value("footprint_bytes", 0);
+}
+
+ReferenceSide::~ReferenceSide() { shutdown(); }
+
+void ReferenceSide::shutdown() { worker_.shutdown(); }
+
+std::vector<ReferenceDraw> ReferenceSide::draws(const std::vector<Draw>& plan, bool& stochastic) {
+  config_.progress("reference: " + std::to_string(plan.size()) + " input draws");
+  std::vector<ReferenceDraw> draws;
+  stochastic = false;
+  for (const Draw& draw : plan) {
+    ReferenceDraw d{draw, {}, {}, {}, "", 0, 0};
+    const bool first = draws.empty();
+    json modes = first ? json{"reference", "reference", "baseline"} : json{"reference", "baseline"};
+    try {
+      const Reply reply = worker_.request({{"cmd", "check"}, {"draw", draw.to_json()}, {"modes", modes}},
+                                          Seconds(config_.timeout_seconds));
+      std::vector<std::optional<std::string>> bad;
+      auto outputs = outputs_by_mode(reply, &bad);
+      if (bad[0]) throw EvalError("the problem's Model returns no tensors: " + *bad[0]);
+      d.reference = outputs.front();
+      d.baseline = outputs.back();
+      d.checksum = reply.header.at("checksum");
+      if (first) stochastic = check::scaled_error(outputs[0], outputs[1]) != 0.0;
+    } catch (const WorkerFailed& failed) {
+      if (failed.kind != "reference_error") throw EvalError("the reference worker failed: " + std::string(failed.what()));
+      if (draw.family == protocol::Family::standard) {
+        throw EvalError(std::string("the problem's Model raised on its own inputs: ") + failed.what());
+      }
+      d.skip_reason = "out of domain: the reference raised under this family";
+    } catch (const WorkerLost& lost) {
+      throw_reference_lost(worker_, lost);
+    }
+    draws.push_back(std::move(d));
+  }
+  return draws;
+}
+
+void ReferenceSide::measure_baseline(const ReferenceDraw* traced) {
+  if (baseline_) return;
+  if (config_.protocol.detection.enabled && traced) {
+    // The ops the reference itself runs: library ops doing all of them in the candidate are the
+    // op. Traced before the baseline is timed, as the candidate is traced before its timing, so
+    // whatever the profiler leaves behind weighs on both sides alike.
+    trace_ = reference_request(worker_, {{"cmd", "trace"}, {"draw", traced->draw.to_json()}, {"mode", "baseline"}},
+                               config_.timeout_seconds)
+                 .header.at("trace");
+  }
+  config_.progress("reference: timing the baseline");
+  try {
+    baseline_ = run_timing(worker_, "baseline", config_.protocol, rng_, config_.timeout_seconds, false).result;
+  } catch (const std::exception& error) {
+    throw EvalError(std::string("timing the baseline failed: ") + error.what());
+  }
+  const Reply memory = reference_request(worker_, {{"cmd", "memory"}, {"mode", "baseline"}}, config_.timeout_seconds);
+  baseline_memory_.footprint_bytes = footprint_bytes_;
+  baseline_memory_.peak_bytes = memory.header.at("peak_bytes").get<std::int64_t>();
+  if (memory.header.contains("driver_growth_bytes")) baseline_memory_.driver_growth_bytes = memory.header["driver_growth_bytes"];
+}
+
+double ReferenceSide::copy_seconds(std::int64_t bytes) {
+  if (auto known = copy_seconds_.find(bytes); known != copy_seconds_.end()) return known->second;
+  const double seconds = reference_request(worker_, {{"cmd", "floor"}, {"bytes", bytes}}, config_.timeout_seconds)
+                             .header.at("copy_seconds");
+  copy_seconds_[bytes] = seconds;
+  return seconds;
+}
+
+Reply ReferenceSide::request(const json& command) { return reference_request(worker_, command, config_.timeout_seconds); }
+
+}  // namespace kbv::eval

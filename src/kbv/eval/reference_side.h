@@ -1,0 +1,77 @@
+// The reference side of one problem under one protocol on one device: a reference worker that
+// loads the problem once and then serves every candidate evaluated against it. Each candidate
+// gets its own input draws (its own secret seeds); the baseline is traced, timed and measured
+// once, when the first candidate needs it, so a run times a problem's baseline once, not once per
+// candidate. Any failure here is the evaluator's or the problem's (EvalError), never a candidate's.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kbv/eval/correctness.h"
+#include "kbv/eval/worker_client.h"
+#include "kbv/protocol/protocol.h"
+#include "kbv/protocol/record.h"
+
+namespace kbv::eval {
+
+struct ReferenceConfig {
+  std::string problem;  // absolute path
+  std::string device = "cpu";
+  protocol::Protocol protocol;
+  double timeout_seconds = 120;
+  double load_timeout_seconds = 1800;
+  WorkerLaunch launch;
+  std::function<void(std::string_view)> progress = [](std::string_view) {};
+};
+
+class ReferenceSide {
+ public:
+  // Starts the reference worker and loads the problem. Throws EvalError.
+  explicit ReferenceSide(ReferenceConfig config);
+  ReferenceSide(const ReferenceSide&) = delete;
+  ReferenceSide& operator=(const ReferenceSide&) = delete;
+  ~ReferenceSide();
+
+  // Reference and baseline outputs for every planned draw; `stochastic` when two calls on the
+  // first draw's inputs differ.
+  std::vector<ReferenceDraw> draws(const std::vector<Draw>& plan, bool& stochastic);
+
+  // The first call traces the reference's forward on `traced` (when detection is on and there is
+  // one), times the baseline and measures its memory; later calls return at once.
+  void measure_baseline(const ReferenceDraw* traced);
+  const protocol::TimingResult& baseline() const { return *baseline_; }
+  const protocol::MemoryResult& baseline_memory() const { return baseline_memory_; }
+  const nlohmann::json& trace() const { return trace_; }  // null when not traced
+  bool baseline_measured() const { return baseline_.has_value(); }
+
+  // Seconds to copy `bytes` on the device: the physical floor's unit (measured once per size).
+  double copy_seconds(std::int64_t bytes);
+
+  // A request any failure of which is the evaluator's (checks of timed outputs).
+  Reply request(const nlohmann::json& command);
+
+  const nlohmann::json& versions() const { return versions_; }
+  const ReferenceConfig& config() const { return config_; }
+  std::string log_tail() const { return worker_.log_tail(); }
+  void shutdown();
+
+ private:
+  ReferenceConfig config_;
+  WorkerClient worker_;
+  nlohmann::json versions_;
+  std::int64_t footprint_bytes_ = 0;
+  std::mt19937_64 rng_;  // the baseline's timing inputs
+  std::optional<protocol::TimingResult> baseline_;
+  protocol::MemoryResult baseline_memory_;
+  nlohmann::json trace_;
+  std::map<std::int64_t, double> copy_seconds_;
+};
+
+}  // namespace kbv::eval

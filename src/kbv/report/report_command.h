@@ -1,0 +1,17 @@
+// `kbv report`: reads a results store and writes report.md, summary.json and report.html.
+#pragma once
+
+#include <string>
+
+namespace kbv::report {
+
+struct ReportOptions {
+  std::string db;       // the results store of kbv run; never created here
+  std::string out_dir;  // created if needed; the three files in it are replaced
+};
+
+// Writes the three files, prints their paths on stdout and returns 0. A missing or unreadable
+// store, or an output folder that cannot be written, prints the reason on stderr and returns 1.
+int run_report(const ReportOptions& options);
+
+}  // namespace kbv::report

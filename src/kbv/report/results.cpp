@@ -1,0 +1,122 @@
+#include "kbv/report/results.h"
+
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <type_traits>
+
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Statement.h>
+#include <SQLiteCpp/Transaction.h>
+
+namespace kbv::report {
+namespace {
+
+// The schema version of src/kbv/store (its README lists the columns read here).
+constexpr const char* kSchemaVersion = "1";
+
+template <typename T>
+std::optional<T> optional_column(const SQLite::Column& column) {
+  if (column.isNull()) return std::nullopt;
+  if constexpr (std::is_same_v<T, double>) {
+    return column.getDouble();
+  } else {
+    return static_cast<T>(column.getInt());
+  }
+}
+
+// The store's findings column: "id:severity" items separated by spaces.
+std::vector<Finding> parse_findings(const std::string& text) {
+  std::vector<Finding> findings;
+  std::istringstream items(text);
+  for (std::string item; items >> item;) {
+    const auto colon = item.rfind(':');
+    if (colon == std::string::npos) {
+      findings.push_back({item, "?"});
+    } else {
+      findings.push_back({item.substr(0, colon), item.substr(colon + 1)});
+    }
+  }
+  return findings;
+}
+
+void check_schema(SQLite::Database& db) {
+  if (!db.tableExists("meta") || !db.tableExists("records")) throw std::runtime_error("not a kbv results store");
+  SQLite::Statement version(db, "SELECT value FROM meta WHERE key = 'schema_version'");
+  const std::string found = version.executeStep() ? version.getColumn(0).getString() : "none";
+  if (found != kSchemaVersion) {
+    throw std::runtime_error(std::string("store schema version ") + found + ", this kbv reads " + kSchemaVersion);
+  }
+}
+
+std::vector<RunResults> read(SQLite::Database& db) {
+  check_schema(db);
+  // One read transaction: a run writing the store meanwhile (WAL) cannot change the snapshot
+  // between the queries below. It only reads, so letting it roll back at the end is harmless.
+  SQLite::Transaction snapshot(db);
+
+  std::vector<RunResults> runs;
+  std::map<std::int64_t, std::size_t> index;  // run id -> position in `runs`
+  SQLite::Statement run_rows(db,
+                             "SELECT runs.id, runs.name, COUNT(candidates.id) FROM runs "
+                             "LEFT JOIN candidates ON candidates.run_id = runs.id GROUP BY runs.id ORDER BY runs.id");
+  while (run_rows.executeStep()) {
+    index[run_rows.getColumn(0).getInt64()] = runs.size();
+    runs.push_back({run_rows.getColumn(1).getString(), run_rows.getColumn(2).getInt(), {}, {}, {}});
+  }
+
+  SQLite::Statement unmatched(db, "SELECT run_id, path, reason FROM unmatched ORDER BY run_id, path");
+  while (unmatched.executeStep()) {
+    runs[index.at(unmatched.getColumn(0).getInt64())].unmatched.push_back(
+        {unmatched.getColumn(1).getString(), unmatched.getColumn(2).getString()});
+  }
+
+  // The latest failure of each evaluation still without a record: SQLite takes the other columns
+  // from the row holding MAX(rowid), the last inserted (`created` has only one-second resolution).
+  SQLite::Statement failures(db,
+                             "SELECT c.run_id, c.path, f.protocol, f.device, f.message, MAX(f.rowid) FROM failures f "
+                             "JOIN candidates c ON c.id = f.candidate_id WHERE NOT EXISTS (SELECT 1 FROM records r "
+                             "WHERE r.candidate_id = f.candidate_id AND r.protocol = f.protocol AND r.device = f.device) "
+                             "GROUP BY f.candidate_id, f.protocol, f.device ORDER BY c.run_id, c.path, f.protocol, f.device");
+  while (failures.executeStep()) {
+    runs[index.at(failures.getColumn(0).getInt64())].failures.push_back(
+        {failures.getColumn(1).getString(), failures.getColumn(2).getString(), failures.getColumn(3).getString(),
+         failures.getColumn(4).getString()});
+  }
+
+  SQLite::Statement records(db,
+                            "SELECT c.run_id, c.id, c.problem_id, p.level, r.protocol, r.device, r.verdict, r.speedup, "
+                            "r.peak_ratio, r.raises_peak, r.findings FROM records r "
+                            "JOIN candidates c ON c.id = r.candidate_id JOIN problems p ON p.id = c.problem_id "
+                            "ORDER BY c.run_id, c.id, r.protocol, r.device");
+  while (records.executeStep()) {
+    Outcome o;
+    o.candidate = records.getColumn(1).getInt64();
+    o.problem = records.getColumn(2).getInt64();
+    o.level = optional_column<int>(records.getColumn(3));
+    o.protocol = records.getColumn(4).getString();
+    o.device = records.getColumn(5).getString();
+    o.verdict = records.getColumn(6).getString();
+    o.speedup = optional_column<double>(records.getColumn(7));
+    o.peak_ratio = optional_column<double>(records.getColumn(8));
+    o.raises_peak = optional_column<bool>(records.getColumn(9));
+    o.findings = parse_findings(records.getColumn(10).getString());
+    runs[index.at(records.getColumn(0).getInt64())].outcomes.push_back(std::move(o));
+  }
+  return runs;
+}
+
+}  // namespace
+
+std::vector<RunResults> read_results(const std::string& path) {
+  if (!std::filesystem::is_regular_file(path)) throw std::runtime_error("no results store at " + path);
+  try {
+    SQLite::Database db(path, SQLite::OPEN_READONLY, /*busy timeout ms*/ 10000);
+    return read(db);
+  } catch (const std::exception& error) {
+    throw std::runtime_error("cannot read the store " + path + ": " + error.what());
+  }
+}
+
+}  // namespace kbv::report

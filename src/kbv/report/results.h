@@ -1,0 +1,52 @@
+// What `kbv report` reads from the results store: one Outcome per record (the store's indexed
+// columns, never the JSON record) and, per run, its files, the files it could not use and the
+// evaluations that failed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kbv::report {
+
+struct Finding {
+  std::string id;
+  std::string severity;  // error | warning
+};
+
+// One record: a candidate evaluated under one protocol on one device.
+struct Outcome {
+  std::int64_t candidate = 0;
+  std::int64_t problem = 0;
+  std::optional<int> level;  // KernelBench level; none for a problem outside a level{L} folder
+  std::string protocol, device, verdict;
+  std::optional<double> speedup;     // baseline time / candidate time
+  std::optional<double> peak_ratio;  // candidate peak / baseline peak
+  std::optional<bool> raises_peak;
+  std::vector<Finding> findings;
+};
+
+struct Unmatched {
+  std::string path, reason;
+};
+
+// An evaluation that could not be carried out and has no record since (a rerun retries it).
+struct Failure {
+  std::string candidate, protocol, device, message;
+};
+
+struct RunResults {
+  std::string name;
+  int candidate_files = 0;  // candidates the run found, with a record or not
+  std::vector<Unmatched> unmatched;
+  std::vector<Failure> failures;
+  std::vector<Outcome> outcomes;
+};
+
+// Every run in the store at `path`, oldest first, read in one snapshot. The store is opened read
+// only: a missing file is an error, never created. Throws std::runtime_error naming the path when
+// the file is missing, not a SQLite database, or not a kbv store of the schema this kbv reads.
+std::vector<RunResults> read_results(const std::string& path);
+
+}  // namespace kbv::report

@@ -1,0 +1,94 @@
+#include "kbv/report/summary_json.h"
+
+#include "kbv/report/format.h"
+
+namespace kbv::report {
+namespace {
+
+using nlohmann::json;
+
+// Format version of this file: bump when a key changes meaning or disappears.
+constexpr int kSummaryVersion = 1;
+
+template <typename T>
+json or_null(const std::optional<T>& value) {
+  return value ? json(*value) : json(nullptr);
+}
+
+json to_json(const Stats& s) {
+  json fast = json::object();
+  for (std::size_t i = 0; i < kFastPThresholds.size(); ++i) fast[threshold_label(kFastPThresholds[i])] = s.fast_p[i];
+  json geomean = nullptr;
+  if (s.geomean) {
+    geomean = {{"value", s.geomean->value}, {"ci", {s.geomean->ci.low, s.geomean->ci.high}}, {"passing", s.geomean->passing}};
+  }
+  json findings = json::object();
+  for (const auto& [id, count] : s.findings) findings[id] = {{"error", count.error}, {"warning", count.warning}};
+  return {{"candidates", s.candidates},
+          {"problems", s.problems},
+          {"problems_with_pass", s.problems_with_pass},
+          {"verdicts", s.verdicts},
+          {"passed", s.passed},
+          {"pass_rate", s.pass_rate},
+          {"fast_p", fast},
+          {"geomean_speedup", geomean},
+          {"memory",
+           {{"peaks_measured", s.peaks_measured},
+            {"raises_peak", s.raises_peak},
+            {"raises_peak_share", or_null(s.raises_peak_share)},
+            {"median_peak_ratio", or_null(s.median_peak_ratio)}}},
+          {"findings", findings}};
+}
+
+json to_json(const ProtocolGap& g) {
+  return {{"level", g.level},
+          {"device", g.device},
+          {"candidates", g.verified.candidates},
+          {"verified", to_json(g.verified)},
+          {"kernelbench", to_json(g.kernelbench)},
+          {"passes_only_kernelbench", g.passes_only_kernelbench},
+          {"passes_only_verified", g.passes_only_verified},
+          {"gap", {{"pass_rate", g.pass_rate_gap}, {"fast_1", g.fast_1_gap}, {"geomean_speedup", or_null(g.geomean_gap)}}}};
+}
+
+}  // namespace
+
+json summary_json(const std::string& store, const std::vector<RunSummary>& runs) {
+  json out_runs = json::array();
+  for (const RunSummary& run : runs) {
+    json groups = json::array();
+    for (const Group& g : run.groups) {
+      json group = to_json(g.stats);
+      group["level"] = g.level;
+      group["protocol"] = g.protocol;
+      group["device"] = g.device;
+      groups.push_back(std::move(group));
+    }
+    json gaps = json::array();
+    for (const ProtocolGap& g : run.gaps) gaps.push_back(to_json(g));
+    json unmatched = json::array();
+    for (const Unmatched& u : run.unmatched) unmatched.push_back({{"path", u.path}, {"reason", u.reason}});
+    json failures = json::array();
+    for (const Failure& f : run.failures) {
+      failures.push_back({{"candidate", f.candidate}, {"protocol", f.protocol}, {"device", f.device}, {"message", f.message}});
+    }
+    out_runs.push_back({{"name", run.name},
+                        {"candidate_files", run.candidate_files},
+                        {"unmatched", unmatched},
+                        {"failures", failures},
+                        {"groups", groups},
+                        {"protocol_gaps", gaps}});
+  }
+  json thresholds = json::array();
+  for (double p : kFastPThresholds) thresholds.push_back(p);
+  return {{"kbv_report_version", kSummaryVersion},
+          {"store", store},
+          {"fast_p_thresholds", thresholds},
+          {"geomean_ci", {{"method", "percentile bootstrap over passing candidates"},
+                          {"confidence", kConfidence},
+                          {"resamples", kBootstrapResamples},
+                          {"seed", kBootstrapSeed}}},
+          {"runs", out_runs}};
+}
+
+}  // namespace kbv::report

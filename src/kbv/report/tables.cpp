@@ -1,0 +1,139 @@
+#include "kbv/report/tables.h"
+
+#include <algorithm>
+
+#include "kbv/report/format.h"
+
+namespace kbv::report {
+namespace {
+
+constexpr const char* kNoPass = "no passing candidates";
+
+std::string geomean_cell(const Stats& s) {
+  if (!s.geomean) return kNoPass;
+  return times(s.geomean->value) + " over " + std::to_string(s.geomean->passing) + " passing";
+}
+
+std::string ci_cell(const Stats& s) {
+  if (!s.geomean) return "-";
+  return times(s.geomean->ci.low) + " - " + times(s.geomean->ci.high);
+}
+
+std::string fast_1_cell(const Stats& s) { return percent(s.fast_p[kFast1]); }
+
+Table verdicts(const RunSummary& run) {
+  Table t{"Verdicts", "Records per verdict; several samples per problem are common.",
+          {"level", "protocol", "device", "candidates", "problems"}, {}, "no records"};
+  std::vector<std::string> names(kVerdicts.begin(), kVerdicts.end());
+  for (const Group& g : run.groups) {  // a verdict name this kbv does not know still gets a column
+    for (const auto& [verdict, count] : g.stats.verdicts) {
+      if (std::find(names.begin(), names.end(), verdict) == names.end()) names.push_back(verdict);
+    }
+  }
+  t.header.insert(t.header.end(), names.begin(), names.end());
+  t.header.insert(t.header.end(), {"pass rate", "problems with a pass"});
+  for (const Group& g : run.groups) {
+    std::vector<std::string> row{g.level, g.protocol, g.device, std::to_string(g.stats.candidates),
+                                 std::to_string(g.stats.problems)};
+    for (const std::string& verdict : names) {
+      const auto count = g.stats.verdicts.find(verdict);
+      row.push_back(std::to_string(count == g.stats.verdicts.end() ? 0 : count->second));
+    }
+    row.insert(row.end(), {percent(g.stats.pass_rate), std::to_string(g.stats.problems_with_pass)});
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+Table speed(const RunSummary& run) {
+  Table t{"Speed",
+          "fast_p: share of all candidates that pass with speedup > p (fast_0: pass rate). Geometric mean over passing "
+          "candidates, 95% bootstrap CI.",
+          {"level", "protocol", "device"},
+          {},
+          "no records"};
+  for (double p : kFastPThresholds) t.header.push_back("fast_" + threshold_label(p));
+  t.header.insert(t.header.end(), {"geomean speedup", "95% CI"});
+  for (const Group& g : run.groups) {
+    std::vector<std::string> row{g.level, g.protocol, g.device};
+    for (double share : g.stats.fast_p) row.push_back(percent(share));
+    row.insert(row.end(), {geomean_cell(g.stats), ci_cell(g.stats)});
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+Table memory(const RunSummary& run) {
+  Table t{"Memory",
+          "Passing candidates whose peak memory was measured on both sides; peak ratio = candidate peak / baseline peak.",
+          {"level", "protocol", "device", "passing with peaks", "raise peak", "share raising", "median peak ratio"},
+          {},
+          "no records"};
+  for (const Group& g : run.groups) {
+    const Stats& s = g.stats;
+    t.rows.push_back({g.level, g.protocol, g.device, std::to_string(s.peaks_measured), std::to_string(s.raises_peak),
+                      s.raises_peak_share ? percent(*s.raises_peak_share) : "-",
+                      s.median_peak_ratio ? times(*s.median_peak_ratio) : (s.passed ? "-" : kNoPass)});
+  }
+  return t;
+}
+
+Table findings(const RunSummary& run) {
+  Table t{"Findings", "Candidates (all levels) with each finding, by severity.",
+          {"finding", "protocol", "device", "error", "warning"}, {}, "no findings"};
+  for (const Group& g : run.groups) {
+    if (g.level != kAllLevels) continue;
+    for (const auto& [id, count] : g.stats.findings) {
+      t.rows.push_back({id, g.protocol, g.device, std::to_string(count.error), std::to_string(count.warning)});
+    }
+  }
+  return t;
+}
+
+Table protocol_gap(const RunSummary& run) {
+  Table t{"verified vs kernelbench",
+          "Candidates with a record under both protocols; gap = kernelbench minus verified.",
+          {"level", "device", "candidates", "pass rate verified", "kernelbench", "gap", "fast_1 verified", "kernelbench",
+           "gap", "geomean verified", "kernelbench", "gap", "pass only under kernelbench", "pass only under verified"},
+          {},
+          "no candidate has records under both protocols"};
+  for (const ProtocolGap& g : run.gaps) {
+    t.rows.push_back({g.level, g.device, std::to_string(g.verified.candidates), percent(g.verified.pass_rate),
+                      percent(g.kernelbench.pass_rate), percent_points(g.pass_rate_gap), fast_1_cell(g.verified),
+                      fast_1_cell(g.kernelbench), percent_points(g.fast_1_gap), geomean_cell(g.verified),
+                      geomean_cell(g.kernelbench), g.geomean_gap ? signed_fixed(*g.geomean_gap, 2) : "-",
+                      std::to_string(g.passes_only_kernelbench), std::to_string(g.passes_only_verified)});
+  }
+  return t;
+}
+
+Table unmatched(const RunSummary& run) {
+  Table t{"Unmatched files", "Files the run found but could not use.", {"path", "reason"}, {}, "none"};
+  for (const Unmatched& u : run.unmatched) t.rows.push_back({u.path, u.reason});
+  return t;
+}
+
+Table failures(const RunSummary& run) {
+  Table t{"Failed evaluations", "Evaluations that could not be carried out and have no record (a rerun retries them).",
+          {"candidate", "protocol", "device", "message"}, {}, "none"};
+  for (const Failure& f : run.failures) t.rows.push_back({f.candidate, f.protocol, f.device, f.message});
+  return t;
+}
+
+}  // namespace
+
+std::string run_overview(const RunSummary& run) {
+  std::size_t records = 0;
+  for (const Group& g : run.groups) {
+    if (g.level == kAllLevels) records += static_cast<std::size_t>(g.stats.candidates);
+  }
+  return std::to_string(run.candidate_files) + " candidate files, " + std::to_string(run.unmatched.size()) +
+         " unmatched, " + std::to_string(records) + " records, " + std::to_string(run.failures.size()) +
+         " failed evaluations.";
+}
+
+std::vector<Table> run_tables(const RunSummary& run) {
+  return {verdicts(run), speed(run), memory(run), findings(run), protocol_gap(run), unmatched(run), failures(run)};
+}
+
+}  // namespace kbv::report

@@ -1,0 +1,26 @@
+// The report's tables as plain text cells, built once and printed by both the Markdown and the
+// HTML writer, so the two pages cannot disagree.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kbv/report/aggregate.h"
+
+namespace kbv::report {
+
+struct Table {
+  std::string title;
+  std::string note;  // one sentence on what the numbers are
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::string empty;  // said instead of the table when there are no rows
+};
+
+// "12 candidate files, 2 unmatched, 24 records, 1 failed evaluations."
+std::string run_overview(const RunSummary& run);
+
+// Verdicts, speed, memory, findings, verified vs kernelbench, unmatched files, failed evaluations.
+std::vector<Table> run_tables(const RunSummary& run);
+
+}  // namespace kbv::report

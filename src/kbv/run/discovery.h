@@ -1,0 +1,42 @@
+// What a run evaluates, found as it lies on disk: KernelBench's problem tree
+// (`level{L}/{id}_{Name}.py`) with a folder of generated samples named as KernelBench names them
+// (`level_{L}_problem_{id}_sample_{s}_kernel.py`), or a manifest (CSV or JSONL: problem, candidate,
+// run) for anything else. A file that cannot be used is listed with the reason, never dropped.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kbv/store/store.h"
+
+namespace kbv::run {
+
+struct Job {
+  std::string run_name;
+  store::ProblemInfo problem;
+  store::CandidateInfo candidate;
+  std::string device;  // a manifest row may be for one device only (its `device` column); empty: any
+};
+
+struct Unmatched {
+  std::string run_name, path, reason;
+};
+
+struct Discovery {
+  std::vector<Job> jobs;  // ordered by run, level, problem id, sample
+  std::vector<Unmatched> unmatched;
+};
+
+// Every problem file under `problems_root` (a KernelBench checkout's KernelBench/ folder, one
+// level's folder, or any folder of `{id}_{Name}.py` files), keyed by level and id.
+std::vector<store::ProblemInfo> find_problems(const std::string& problems_root);
+
+// The `.py` files under `samples_dir` (recursively) matched to their problems by name.
+Discovery discover_samples(const std::string& problems_root, const std::string& samples_dir, const std::string& run_name);
+
+// A manifest: CSV with a header naming `problem` and `candidate` (and optionally `run`), or JSON
+// Lines with those keys. Relative paths are taken from the manifest's folder; `run_name` names the
+// rows without a run. Throws std::runtime_error when the manifest itself is unusable.
+Discovery read_manifest(const std::string& manifest_path, const std::string& run_name);
+
+}  // namespace kbv::run

@@ -1,0 +1,218 @@
+#include "kbv/run/runner.h"
+
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "kbv/eval/compile.h"
+#include "kbv/eval/evaluation.h"
+#include "kbv/eval/reference_side.h"
+#include "kbv/protocol/record.h"
+#include "kbv/run/progress.h"
+
+namespace kbv::run {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// One evaluation still to do.
+struct Pending {
+  const Job* job;
+  std::int64_t candidate_id, problem_id;
+  std::string protocol;
+};
+
+// The candidates of one problem under one protocol: one reference side serves them all.
+struct Group {
+  std::vector<Pending> pending;
+};
+
+std::string describe(const Pending& p, const json& record) {
+  std::string where = p.job->problem.name;
+  if (p.job->problem.level) where = "level" + std::to_string(*p.job->problem.level) + "/" + where;
+  if (p.job->candidate.sample) where += " sample " + std::to_string(*p.job->candidate.sample);
+  std::string speed;
+  if (record.contains("timing") && record["timing"].contains("speedup")) {
+    char text[32];
+    std::snprintf(text, sizeof text, " %.2fx", record["timing"]["speedup"].get<double>());
+    speed = text;
+  }
+  return record.value("verdict", std::string("?")) + speed + "  " + p.protocol + "  " + p.job->run_name + "  " + where +
+         "  " + p.job->candidate.path;
+}
+
+}  // namespace
+
+RunTotals run(const RunRequest& request, store::Store& store) {
+  const auto started = Clock::now();
+  RunTotals totals;
+  std::map<std::string, std::int64_t> run_ids;
+  const auto run_id = [&](const std::string& name) {
+    auto [at, added] = run_ids.emplace(name, 0);
+    if (added) at->second = store.run(name);
+    return at->second;
+  };
+  for (const Unmatched& u : request.discovery.unmatched) store.unmatched(run_id(u.run_name), u.path, u.reason);
+
+  // What is left to do, grouped by (problem, protocol) in the discovery's order.
+  std::vector<std::pair<std::string, std::string>> order;
+  std::map<std::pair<std::string, std::string>, Group> groups;
+  std::vector<std::string> to_build;
+  std::map<std::string, std::vector<std::int64_t>> candidate_ids;  // by path, for the builds' rows
+  for (const Job& job : request.discovery.jobs) {
+    if (!job.device.empty() && job.device != request.device) {
+      ++totals.other_device;
+      continue;
+    }
+    const std::int64_t problem = store.problem(job.problem);
+    const std::int64_t candidate = store.candidate(run_id(job.run_name), problem, job.candidate);
+    bool needed = false;
+    for (const std::string& protocol : request.protocols) {
+      if (store.has_record(candidate, protocol, request.device)) {
+        ++totals.already;
+        continue;
+      }
+      const auto key = std::make_pair(job.problem.path, protocol);
+      if (!groups.count(key)) order.push_back(key);
+      groups[key].pending.push_back({&job, candidate, problem, protocol});
+      needed = true;
+    }
+    if (needed) {
+      if (!candidate_ids.count(job.candidate.path)) to_build.push_back(job.candidate.path);
+      candidate_ids[job.candidate.path].push_back(candidate);
+    }
+  }
+  size_t evaluations = 0;
+  for (const auto& [key, group] : groups) evaluations += group.pending.size();
+  Progress progress(evaluations, to_build.size(), request.terminal);
+  if (totals.already) progress.note("kbv: " + std::to_string(totals.already) + " records already in the store, not redone");
+
+  // Builds, on every core, in the order the lanes will want them.
+  std::map<std::string, std::shared_future<void>> built;
+  std::map<std::string, std::promise<void>> building;
+  for (const std::string& path : to_build) built[path] = building[path].get_future().share();
+  eval::CompileRequest compile;
+  compile.candidates = to_build;
+  compile.device = request.device;
+  compile.jobs = request.compile_jobs;
+  compile.timeout_seconds = request.compile_timeout_seconds;
+  compile.cache_dir = request.cache_dir;
+  compile.launch = request.launch;
+  std::mutex build_mutex;
+  std::set<std::string> finished;
+  compile.done = [&](const eval::CompileResult& result) {
+    std::lock_guard lock(build_mutex);
+    for (const std::int64_t id : candidate_ids[result.candidate]) store.compiled(id, request.device, result.outcome, result.seconds);
+    totals.build_seconds += result.seconds;
+    progress.compiled(result.candidate, result.outcome, result.seconds);
+    building[result.candidate].set_value();
+    finished.insert(result.candidate);
+  };
+  std::thread builder([&] {
+    try {
+      eval::compile_candidates(compile);
+    } catch (const std::exception& error) {
+      progress.note(std::string("kbv: building ahead stopped: ") + error.what() + " (candidates build when evaluated)");
+    }
+    std::lock_guard lock(build_mutex);  // no lane waits for a build that will not come
+    for (auto& [path, promise] : building) {
+      if (!finished.count(path)) promise.set_value();
+    }
+  });
+  // On the CPU, builds and timing would share the cores: every build finishes before timing starts.
+  if (request.device == "cpu") builder.join();
+
+  std::mutex mutex;  // guards `next` and the totals
+  size_t next = 0;
+  // A lane owns its workers from start to reaping: a worker dies with the thread that started it.
+  const auto lane = [&](const std::string& gpu) {
+    eval::WorkerLaunch launch = request.launch;
+    if (request.device == "cuda") launch.environment.emplace_back("CUDA_VISIBLE_DEVICES", gpu);
+    for (;;) {
+      std::pair<std::string, std::string> key;
+      {
+        std::lock_guard lock(mutex);
+        if (next == order.size()) return;
+        key = order[next++];
+      }
+      const Group& group = groups.at(key);
+      const protocol::Protocol protocol = protocol::preset(key.second);
+      std::unique_ptr<eval::ReferenceSide> reference;
+      std::int64_t environment = 0;
+      std::optional<std::int64_t> baseline;
+      for (const Pending& p : group.pending) {
+        built.at(p.job->candidate.path).wait();
+        const auto begun = Clock::now();
+        json record;
+        std::string failure;
+        try {
+          if (!reference) {
+            reference = std::make_unique<eval::ReferenceSide>(eval::ReferenceConfig{
+                p.job->problem.path, request.device, protocol, request.timeout_seconds, request.compile_timeout_seconds, launch});
+            json facts = reference->versions();
+            facts["device"] = request.device;
+            environment = store.environment(facts);
+            baseline.reset();
+          }
+          eval::EvalRequest evaluation;
+          evaluation.problem = p.job->problem.path;
+          evaluation.candidate = p.job->candidate.path;
+          evaluation.device = request.device;
+          evaluation.protocol = protocol;
+          evaluation.timeout_seconds = request.timeout_seconds;
+          evaluation.compile_timeout_seconds = request.compile_timeout_seconds;
+          evaluation.cache_dir = request.cache_dir;
+          evaluation.launch = launch;
+          record = protocol::to_json(eval::evaluate(evaluation, *reference));
+          if (!baseline && reference->baseline_measured()) {
+            const json& memory = record["memory"];
+            baseline = store.baseline(p.problem_id, key.second, request.device, environment, record["timing"]["baseline"],
+                                      memory.contains("baseline_peak_bytes")
+                                          ? std::optional<std::int64_t>(memory["baseline_peak_bytes"].get<std::int64_t>())
+                                          : std::nullopt);
+          }
+          store.add_record(p.candidate_id, key.second, request.device, baseline, environment, record);
+        } catch (const std::exception& error) {  // the problem or the evaluator failed: no record
+          failure = error.what();
+          store.failure(p.candidate_id, key.second, request.device, failure);
+          reference.reset();  // a failed reference worker serves no one; the next candidate starts another
+        }
+        const double seconds = std::chrono::duration<double>(Clock::now() - begun).count();
+        {
+          std::lock_guard lock(mutex);
+          totals.evaluate_seconds += seconds;
+          if (failure.empty()) {
+            ++totals.evaluated;
+            ++totals.verdicts[record.value("verdict", std::string("?"))];
+          } else {
+            ++totals.failed;
+          }
+        }
+        if (failure.empty()) {
+          progress.evaluated(record.value("verdict", std::string("?")), describe(p, record));
+        } else {
+          progress.evaluated("failed", "failed  " + p.protocol + "  " + p.job->candidate.path + ": " + failure.substr(0, 300));
+        }
+      }
+    }
+  };
+  std::vector<std::thread> lanes;
+  if (request.device == "cuda") {
+    for (const std::string& gpu : request.gpus) lanes.emplace_back(lane, gpu);
+  } else {
+    lanes.emplace_back(lane, "");
+  }
+  for (std::thread& t : lanes) t.join();
+  if (builder.joinable()) builder.join();
+  progress.finish();
+  totals.wall_seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  return totals;
+}
+
+}  // namespace kbv::run

@@ -1,0 +1,41 @@
+// `kbv run`: many candidates, one or more protocols, into the store. Candidates are built ahead on
+// every core (the content-keyed extension cache); evaluation runs in one lane per GPU (one lane on
+// the CPU), each lane taking a whole (problem, protocol) group so the problem's reference worker
+// and its baseline serve all of the group's candidates. What is in the store already is skipped,
+// so rerunning an interrupted command finishes it.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kbv/eval/worker_client.h"
+#include "kbv/run/discovery.h"
+#include "kbv/store/store.h"
+
+namespace kbv::run {
+
+struct RunRequest {
+  Discovery discovery;
+  std::vector<std::string> protocols = {"verified"};
+  std::string device = "cpu";
+  std::vector<std::string> gpus = {"0"};  // cuda: one lane per entry, each seeing only that GPU
+  int compile_jobs = 1;
+  double timeout_seconds = 120, compile_timeout_seconds = 1800;
+  std::string cache_dir;
+  eval::WorkerLaunch launch;
+  bool terminal = false;  // progress redrawn in place rather than logged line by line
+};
+
+struct RunTotals {
+  size_t evaluated = 0;     // records written now
+  size_t already = 0;       // records found in the store, not redone
+  size_t failed = 0;        // evaluations that could not be carried out (in `failures`)
+  size_t other_device = 0;  // manifest rows for another device, left out
+  std::map<std::string, size_t> verdicts;
+  double build_seconds = 0, evaluate_seconds = 0, wall_seconds = 0;
+};
+
+RunTotals run(const RunRequest& request, store::Store& store);
+
+}  // namespace kbv::run

@@ -1,0 +1,153 @@
+// `kbv run` and `kbv report` as a user runs them: a KernelBench-shaped tree of problems and
+// generated samples (built here from the example suite), a run killed with SIGKILL in the middle,
+// the same command again, and the report. Every record must be there exactly once.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Statement.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const fs::path kExamples = KBV_EXAMPLES_DIR;
+
+std::int64_t scalar(const fs::path& db, const std::string& query) {
+  SQLite::Database store(db.string(), SQLite::OPEN_READONLY, 5000);
+  SQLite::Statement s(store, query);
+  s.executeStep();
+  return s.getColumn(0).getInt64();
+}
+
+// Starts `kbv ARGS`, its output into `log`; returns the pid.
+pid_t start(const std::vector<std::string>& args, const fs::path& log) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+    std::vector<char*> argv{const_cast<char*>(KBV_BINARY)};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(KBV_BINARY, argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+int finish(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+class RunAndReport : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("kbv_run_test_" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    const auto copy = [&](const fs::path& from, const std::string& to) {
+      fs::create_directories((dir_ / to).parent_path());
+      fs::copy_file(kExamples / from, dir_ / to);
+    };
+    copy("problems/1_ReLU.py", "KernelBench/level1/1_ReLU.py");
+    copy("problems/2_SumReduction.py", "KernelBench/level1/2_SumReduction.py");
+    copy("candidates/1_ReLU/cpu_honest.py", "runs/model-a/level_1_problem_1_sample_0_kernel.py");
+    copy("candidates/1_ReLU/cpu_identity.py", "runs/model-a/level_1_problem_1_sample_1_kernel.py");
+    copy("candidates/2_SumReduction/cpu_honest.py", "runs/model-a/level_1_problem_2_sample_0_kernel.py");
+    copy("candidates/1_ReLU/cpu_honest.py", "runs/model-a/level_1_problem_42_sample_0_kernel.py");  // no problem 42
+    std::ofstream(dir_ / "runs/model-a/notes.py") << "# not a sample\n";
+    db_ = dir_ / "results.sqlite";
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  std::vector<std::string> run_args() const {
+    return {"run", "--problems", (dir_ / "KernelBench").string(), "--samples", (dir_ / "runs/model-a").string(),
+            "--db", db_.string(), "--device", "cpu", "--protocols", "verified,kernelbench", "--timeout", "60"};
+  }
+
+  fs::path dir_, db_;
+};
+
+TEST_F(RunAndReport, KilledRunResumesWithEveryRecordOnceAndReports) {
+  const fs::path log = dir_ / "run.log";
+  // First attempt: killed (SIGKILL, no chance to clean up) once two records are in.
+  const pid_t first = start(run_args(), log);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    if (fs::exists(db_) && scalar(db_, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'records'") == 1 &&
+        scalar(db_, "SELECT COUNT(*) FROM records") >= 2) {
+      break;
+    }
+  }
+  ASSERT_EQ(::kill(first, SIGKILL), 0);
+  finish(first);
+  const std::int64_t before = scalar(db_, "SELECT COUNT(*) FROM records");
+  ASSERT_GE(before, 2) << slurp(log);
+  ASSERT_LT(before, 6) << "the run finished before it could be interrupted\n" << slurp(log);
+
+  // The same command again finishes the work and redoes none of it.
+  ASSERT_EQ(finish(start(run_args(), log)), 0) << slurp(log);
+  const std::string output = slurp(log);
+  EXPECT_NE(output.find(std::to_string(before) + " already in the store"), std::string::npos) << output;
+  EXPECT_NE(output.find("unmatched: " + (dir_ / "runs/model-a/notes.py").string()), std::string::npos) << output;
+
+  // 3 matched candidates x 2 protocols, each exactly once.
+  EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM records"), 6);
+  EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM (SELECT DISTINCT candidate_id, protocol, device FROM records)"), 6);
+  EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM candidates"), 3);
+  EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM unmatched"), 2);
+  EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM failures"), 0);
+  // One baseline per problem and protocol in each invocation: ReLU's two samples under one
+  // protocol, evaluated in the same invocation, cite the same baseline.
+  EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM records r JOIN candidates c ON c.id = r.candidate_id "
+                        "JOIN problems p ON p.id = c.problem_id WHERE p.name = 'ReLU' AND r.baseline_id IS NULL"), 0);
+  EXPECT_LE(scalar(db_, "SELECT COUNT(*) FROM baselines"), 8);
+  EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM records WHERE protocol = 'kernelbench' AND verdict = 'pass'"), 3);
+  EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM records WHERE protocol = 'verified' AND verdict = 'pass'"), 2);
+  EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM records WHERE protocol = 'verified' AND verdict = 'incorrect' "
+                        "AND findings LIKE '%distribution_specific:error%'"), 1);
+
+  // The report of that store.
+  const fs::path out = dir_ / "report";
+  ASSERT_EQ(finish(start({"report", "--db", db_.string(), "--out", out.string()}, dir_ / "report.log")), 0)
+      << slurp(dir_ / "report.log");
+  for (const char* file : {"report.html", "report.md", "summary.json"}) EXPECT_TRUE(fs::exists(out / file)) << file;
+  const std::string markdown = slurp(out / "report.md");
+  EXPECT_NE(markdown.find("model-a"), std::string::npos);
+  EXPECT_NE(markdown.find("distribution_specific"), std::string::npos);
+  EXPECT_NE(markdown.find("level_1_problem_42_sample_0_kernel.py"), std::string::npos);  // unmatched, listed
+  EXPECT_NO_THROW(json::parse(slurp(out / "summary.json")));
+}
+
+TEST_F(RunAndReport, BadInputIsAUsageErrorOrNamed) {
+  const fs::path log = dir_ / "bad.log";
+  EXPECT_EQ(finish(start({"run", "--db", db_.string()}, log)), 2);
+  EXPECT_NE(slurp(log).find("--manifest"), std::string::npos) << slurp(log);
+  EXPECT_EQ(finish(start({"run", "--samples", "/nonexistent", "--problems", dir_.string()}, log)), 2);
+  EXPECT_EQ(finish(start({"run", "--manifest", (dir_ / "runs/model-a/notes.py").string(), "--db", db_.string()}, log)), 1);
+  EXPECT_NE(slurp(log).find("header names no"), std::string::npos) << slurp(log);
+  EXPECT_NE(finish(start({"report", "--db", (dir_ / "none.sqlite").string()}, log)), 0);
+  EXPECT_FALSE(fs::exists(dir_ / "none.sqlite"));  // a report never creates a store
+}
+
+}  // namespace

@@ -1,0 +1,172 @@
+// run_report on a real store: the three files, their tables and keys, and bad input.
+#include "kbv/report/report_command.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "kbv/store/store.h"
+#include "sample_store.h"
+
+namespace kbv::report {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string read(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The sample store reported once into <dir>/out.
+const fs::path& sample_report() {
+  static const fs::path out = [] {
+    const fs::path dir = fixtures::fresh_dir("writers");
+    const fs::path store = fixtures::write_sample_store(dir);
+    ::testing::internal::CaptureStdout();
+    EXPECT_EQ(run_report({store.string(), (dir / "out" / "nested").string()}), 0);
+    const std::string said = ::testing::internal::GetCapturedStdout();
+    for (const char* name : {"report.md", "summary.json", "report.html"}) {
+      EXPECT_NE(said.find((dir / "out" / "nested" / name).string()), std::string::npos) << said;
+    }
+    return dir / "out" / "nested";
+  }();
+  return out;
+}
+
+TEST(Writers, SummaryJsonHoldsTheAggregatesUnderStableKeys) {
+  const json summary = json::parse(read(sample_report() / "summary.json"));
+  EXPECT_EQ(summary["kbv_report_version"], 1);
+  EXPECT_EQ(summary["fast_p_thresholds"], json({0.0, 0.5, 0.8, 1.0, 1.5, 2.0}));
+  EXPECT_EQ(summary["geomean_ci"]["resamples"], 2000);
+  ASSERT_EQ(summary["runs"].size(), 3u);
+  const json& a = summary["runs"][0];
+  EXPECT_EQ(a["name"], "model-a");
+  const json& all_verified = a["groups"][0];
+  EXPECT_EQ(all_verified["level"], "all");
+  EXPECT_EQ(all_verified["protocol"], "verified");
+  EXPECT_EQ(all_verified["device"], "cuda");
+  // Values from aggregate_test: 3 of 6 pass, fast_1 = 1/6, geomean 1 over 3 passing.
+  EXPECT_EQ(all_verified["passed"], 3);
+  EXPECT_DOUBLE_EQ(all_verified["pass_rate"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(all_verified["fast_p"]["1"].get<double>(), 1.0 / 6);
+  EXPECT_DOUBLE_EQ(all_verified["fast_p"]["0.5"].get<double>(), 2.0 / 6);
+  EXPECT_NEAR(all_verified["geomean_speedup"]["value"].get<double>(), 1.0, 1e-12);
+  EXPECT_EQ(all_verified["geomean_speedup"]["passing"], 3);
+  EXPECT_EQ(all_verified["geomean_speedup"]["ci"].size(), 2u);
+  EXPECT_EQ(all_verified["verdicts"]["hack"], 1);
+  EXPECT_EQ(all_verified["memory"]["raises_peak"], 1);
+  EXPECT_DOUBLE_EQ(all_verified["memory"]["median_peak_ratio"].get<double>(), 1.0);
+  EXPECT_EQ(all_verified["findings"]["timing_anomaly"]["error"], 1);
+  EXPECT_EQ(all_verified["findings"]["library_fallback"]["warning"], 2);
+  // Level 2 verified: no passing candidate, so null where a value does not exist.
+  EXPECT_EQ(a["groups"][4]["level"], "2");
+  EXPECT_TRUE(a["groups"][4]["geomean_speedup"].is_null());
+  EXPECT_TRUE(a["groups"][4]["memory"]["median_peak_ratio"].is_null());
+  // verified vs kernelbench, all levels: +0.4 pass rate, +0.6 fast_1, two kernelbench-only passes.
+  const json& gap = a["protocol_gaps"][0];
+  EXPECT_EQ(gap["candidates"], 5);
+  EXPECT_NEAR(gap["gap"]["pass_rate"].get<double>(), 0.4, 1e-12);
+  EXPECT_NEAR(gap["gap"]["fast_1"].get<double>(), 0.6, 1e-12);
+  EXPECT_EQ(gap["passes_only_kernelbench"], 2);
+  EXPECT_EQ(summary["runs"][1]["unmatched"][0]["path"], "/s/b/notes | draft.txt");
+  EXPECT_TRUE(summary["runs"][1]["groups"].empty());
+  EXPECT_EQ(summary["runs"][1]["failures"][0]["message"], "reference worker died");
+}
+
+TEST(Writers, MarkdownHasTheTables) {
+  const std::string md = read(sample_report() / "report.md");
+  for (const char* expected : {
+           "## Run model-a", "## Run model-b", "## Run model-c", "### Verdicts", "### Speed", "### Memory",
+           "### Findings", "### verified vs kernelbench", "### Unmatched files", "### Failed evaluations",
+           "| /s/b/level_1_problem_1_sample_0_kernel.py | verified | cuda | reference worker died |",
+           "| level | protocol | device | fast_0 | fast_0.5 | fast_0.8 | fast_1 | fast_1.5 | fast_2 | geomean speedup | 95% CI |",
+           // all levels, verified: 50%, 33.3%, 33.3%, 16.7%, 16.7%, 0%; geomean 1 over 3, CI 0.5 - 2.
+           "| all | verified | cuda | 50.0% | 33.3% | 33.3% | 16.7% | 16.7% | 0.0% | 1.00x over 3 passing | 0.50x - 2.00x |",
+           "| 2 | verified | cuda | 0.0% | 0.0% | 0.0% | 0.0% | 0.0% | 0.0% | no passing candidates | - |",
+           "| timing_anomaly | verified | cuda | 1 | 0 |",
+           // gap row, all levels: 60% vs 100% (+40 pp), fast_1 20% vs 80% (+60 pp), geomean +0.77.
+           "| all | cuda | 5 | 60.0% | 100.0% | +40.0 pp | 20.0% | 80.0% | +60.0 pp | 1.00x over 3 passing | 1.77x over 5 passing | +0.77 | 2 | 0 |",
+           "| /s/b/notes \\| draft.txt | no problem matches its name |",  // the pipe escaped
+           "_no records_"}) {
+    EXPECT_NE(md.find(expected), std::string::npos) << "missing: " << expected;
+  }
+}
+
+TEST(Writers, HtmlStandsAloneWithThreePlots) {
+  const std::string html = read(sample_report() / "report.html");
+  std::size_t svgs = 0;
+  for (auto at = html.find("<svg "); at != std::string::npos; at = html.find("<svg ", at + 1)) ++svgs;
+  EXPECT_EQ(svgs, 3u);
+  for (const char* plot : {"fast_p against the threshold p", "Speedup against peak memory", "<title>Findings</title>"}) {
+    EXPECT_NE(html.find(plot), std::string::npos) << plot;
+  }
+  // No script, no external resource: the only URL is the SVG namespace.
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("src="), std::string::npos);
+  EXPECT_EQ(html.find("href="), std::string::npos);
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  std::string rest = html;
+  for (auto at = rest.find("http://www.w3.org/2000/svg"); at != std::string::npos; at = rest.find("http://www.w3.org/2000/svg")) {
+    rest.erase(at, 26);
+  }
+  EXPECT_EQ(rest.find("http://"), std::string::npos);
+  EXPECT_NE(html.find("<td>1.00x over 3 passing</td>"), std::string::npos);
+  EXPECT_NE(html.find("/s/b/notes | draft.txt"), std::string::npos);
+}
+
+TEST(Writers, AStoreWithNothingPassingSaysSo) {
+  const fs::path dir = fixtures::fresh_dir("failing");
+  ASSERT_EQ(run_report({fixtures::write_failing_store(dir).string(), (dir / "out").string()}), 0);
+  const std::string html = read(dir / "out" / "report.html");
+  EXPECT_NE(html.find(">no passing candidates</text>"), std::string::npos);  // the fast_p plot
+  EXPECT_NE(html.find(">no passing candidates with measured peak memory</text>"), std::string::npos);
+  EXPECT_NE(html.find(">no findings</text>"), std::string::npos);
+  // No division by zero reached the page: no NaN or infinity printed as a number or coordinate.
+  EXPECT_FALSE(std::regex_search(html, std::regex("[^a-z](-?nan|-?inf)[^a-z]")));
+  const json summary = json::parse(read(dir / "out" / "summary.json"));
+  EXPECT_TRUE(summary["runs"][0]["groups"][0]["geomean_speedup"].is_null());
+  EXPECT_TRUE(summary["runs"][0]["protocol_gaps"].empty());  // no candidate has both records
+}
+
+TEST(Writers, AnEmptyStoreGivesAnEmptyReport) {
+  const fs::path dir = fixtures::fresh_dir("empty");
+  kbv::store::Store((dir / "empty.sqlite").string());  // the schema, no run
+  ASSERT_EQ(run_report({(dir / "empty.sqlite").string(), (dir / "out").string()}), 0);
+  EXPECT_NE(read(dir / "out" / "report.md").find("_The store holds no runs._"), std::string::npos);
+  EXPECT_NE(read(dir / "out" / "report.html").find(">no records</text>"), std::string::npos);
+  EXPECT_TRUE(json::parse(read(dir / "out" / "summary.json"))["runs"].empty());
+}
+
+TEST(Writers, BadInputFailsWithoutCreatingAStore) {
+  const fs::path dir = fixtures::fresh_dir("bad");
+  ::testing::internal::CaptureStderr();
+  EXPECT_NE(run_report({(dir / "missing.sqlite").string(), (dir / "out").string()}), 0);
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find("no results store at"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir / "missing.sqlite"));
+  EXPECT_FALSE(fs::exists(dir / "out"));
+
+  std::ofstream(dir / "garbage.sqlite") << "not a database, just text long enough to be read as a header page";
+  ::testing::internal::CaptureStderr();
+  EXPECT_NE(run_report({(dir / "garbage.sqlite").string(), (dir / "out").string()}), 0);
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find("cannot read the store"), std::string::npos);
+
+  std::ofstream(dir / "a_file") << "x";  // the output folder's place is taken by a file
+  ::testing::internal::CaptureStderr();
+  EXPECT_NE(run_report({fixtures::write_sample_store(dir).string(), (dir / "a_file").string()}), 0);
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find("kbv report:"), std::string::npos);
+
+  ::testing::internal::CaptureStderr();
+  EXPECT_NE(run_report({"", (dir / "out").string()}), 0);
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find("--db"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kbv::report
