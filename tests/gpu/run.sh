@@ -3,7 +3,9 @@
 # torch, builds every CUDA example in parallel, evaluates the CUDA rows of examples/manifest.tsv
 # under both protocols (their expected verdicts are the checks), then the GPU-only checks (TF32
 # baseline, side-stream work inside the measured time, spread of repeated evaluations), then the
-# CUDA rows of the hack corpus (tests/hacks/manifest.tsv: each hack named, honest ones clean).
+# CUDA rows of the hack corpus (tests/hacks/manifest.tsv: each hack named, honest ones clean), then
+# kbv run + kbv report over the CUDA examples as one model's samples (stage `run`, not in the default
+# stages: KBV_GPUS=0,1 on a two-GPU machine).
 # Prints a short table last. Usage: tests/gpu/run.sh [OUT_DIR]   (stages: KBV_GPU_STAGES)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -29,6 +31,8 @@ for stage in $stages; do
       python3 tests/gpu/checks.py "$KBV" "$out/demo" "$out" | tee "$out/checks.txt" || status=1 ;;
     hacks)
       python3 tests/hacks/corpus.py cuda "$out/hacks" -j 2 | tee "$out/hacks.txt" || status=1 ;;
+    run)
+      tests/gpu/run_suite.sh "$out/run" | tee "$out/run.txt" || status=1 ;;
   esac
   echo "stage $stage: $(( $(date +%s) - start )) s"
 done

@@ -101,6 +101,15 @@ int run_command(const RunOptions& o, const std::string& cache_dir, const eval::W
             << totals.already << " already in the store, " << totals.failed << " could not be evaluated";
   if (totals.other_device) std::cout << ", " << totals.other_device << " manifest rows for another device left out";
   std::cout << "\nkbv run: " << times << "; results in " << o.db << "\n";
+  if (!totals.stage_seconds.empty()) {
+    std::cout << "kbv run: evaluation stages (s):";
+    for (const auto& [stage, seconds] : totals.stage_seconds) {
+      char text[64];
+      std::snprintf(text, sizeof text, " %s %.1f", stage.c_str(), seconds);
+      std::cout << text;
+    }
+    std::cout << "\n";
+  }
   return totals.failed ? 1 : 0;
 }
 

@@ -27,6 +27,21 @@ using Seconds = std::chrono::duration<double>;
 
 constexpr int kBootstrapResamples = 2000;
 
+// Adds a scope's wall time to one stage of the record (a step that throws counts too): where an
+// evaluation's time goes.
+class Stage {
+ public:
+  Stage(Record& record, const char* name) : record_(record), name_(name), begun_(std::chrono::steady_clock::now()) {}
+  Stage(const Stage&) = delete;
+  Stage& operator=(const Stage&) = delete;
+  ~Stage() { record_.stage_seconds[name_] += Seconds(std::chrono::steady_clock::now() - begun_).count(); }
+
+ private:
+  Record& record_;
+  const char* name_;
+  std::chrono::steady_clock::time_point begun_;
+};
+
 Verdict verdict_of(const std::string& kind) {
   if (kind == "compile_error") return Verdict::compile_error;
   if (kind == "crash") return Verdict::crash;
@@ -77,10 +92,12 @@ void evaluate_candidate(WorkerClient& worker, const EvalRequest& request, const 
   const bool detect = protocol.detection.enabled;
   if (detect) {
     // First, while nothing of the candidate has run in that process: its text only.
+    const Stage stage(record, "screen");
     const Reply screened = worker.request({{"cmd", "screen"}, {"candidate", request.candidate}}, Seconds(request.timeout_seconds));
     hacks::merge(record.findings, hacks::static_findings(screened.header));
   }
   request.progress("candidate: importing (compiles its kernels)");
+  std::optional<Stage> stage(std::in_place, record, "import");
   const Reply loaded = worker.request({{"cmd", "load"},
                                        {"problem", request.problem},
                                        {"candidate", request.candidate},
@@ -90,6 +107,7 @@ void evaluate_candidate(WorkerClient& worker, const EvalRequest& request, const 
   record.candidate_memory.emplace().footprint_bytes = loaded.header.value("footprint_bytes", 0);
 
   request.progress("candidate: checking " + std::to_string(references.size()) + " input draws");
+  stage.emplace(record, "checks");
   for (const ReferenceDraw& reference : references) {
     if (!reference.skip_reason.empty()) {
       record.draws.push_back(judge(reference, {}, std::nullopt, protocol));
@@ -105,6 +123,7 @@ void evaluate_candidate(WorkerClient& worker, const EvalRequest& request, const 
     auto outputs = outputs_by_mode(reply, &bad);
     record.draws.push_back(judge(reference, outputs.front(), bad.front(), protocol));
   }
+  stage.reset();
   record.correctness = summarize(record.draws, protocol);
   const CorrectnessDecision decision = decide(record.correctness, protocol);
   record.verdict = decision.verdict;
@@ -117,6 +136,7 @@ void evaluate_candidate(WorkerClient& worker, const EvalRequest& request, const 
   const ReferenceDraw* probe_draw = probe_inputs(references);
   if (detect && probe_draw) {
     request.progress("candidate: probing (repeat, poisoned memory, trace, refreshed inputs)");
+    const Stage probing(record, "probe");
     json command = {{"cmd", "probe"}, {"draw", probe_draw->draw.to_json()}};
     const ReferenceDraw* refresh = refresh_draw(references, record.draws, probe_draw);
     if (refresh) command["refresh"] = refresh->draw.to_json();
@@ -136,14 +156,17 @@ void evaluate_candidate(WorkerClient& worker, const EvalRequest& request, const 
   }
   if (decision.verdict == Verdict::pass) {
     request.progress("candidate: timing");
+    stage.emplace(record, "timing");
     TimingRun timing = run_timing(worker, "candidate", protocol, rng, request.timeout_seconds, protocol.timing.check_timed_outputs);
     record.candidate_timing = std::move(timing.result);
     sketches = std::move(timing.sketches);
+    stage.emplace(record, "memory");
     const Reply memory = worker.request({{"cmd", "memory"}, {"mode", "candidate"}}, Seconds(request.timeout_seconds));
     record.candidate_memory->peak_bytes = memory.header.at("peak_bytes").get<std::int64_t>();
     if (memory.header.contains("driver_growth_bytes")) record.candidate_memory->driver_growth_bytes = memory.header["driver_growth_bytes"];
   }
   if (detect) {
+    stage.emplace(record, "findings");
     const Reply watched = worker.request({{"cmd", "findings"}}, Seconds(request.timeout_seconds));
     hacks::merge(record.findings, hacks::watched_findings(watched.header.at("findings")));
   }
@@ -214,7 +237,11 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference) {
 
   std::mt19937_64 rng = make_rng(protocol);
   bool stochastic = false;
-  std::vector<ReferenceDraw> references = reference.draws(plan_draws(protocol, rng), stochastic);
+  std::vector<ReferenceDraw> references;
+  {
+    const Stage stage(record, "reference_draws");
+    references = reference.draws(plan_draws(protocol, rng), stochastic);
+  }
   prepare(references, protocol);
   if (stochastic) {
     record.verdict = Verdict::unverifiable;
@@ -223,7 +250,10 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference) {
     return record;
   }
   const ReferenceDraw* traced = first_standard(references);
-  reference.measure_baseline(traced);
+  if (!reference.baseline_measured()) {  // by this evaluation; later ones of a kbv run reuse it
+    const Stage stage(record, "baseline");
+    reference.measure_baseline(traced);
+  }
   record.baseline = reference.baseline();
   record.baseline_memory = reference.baseline_memory();
 
@@ -246,11 +276,18 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference) {
     candidate.shutdown();
     record.candidate_log = candidate.log_tail();
   }
-  if (record.verdict == Verdict::pass) check_timed_outputs(reference, request, references, sketches, record);
+  if (record.verdict == Verdict::pass) {
+    const Stage stage(record, "timed_output_checks");
+    check_timed_outputs(reference, request, references, sketches, record);
+  }
   if (protocol.detection.enabled && record.candidate_timing && traced) {
     std::int64_t output_bytes = 0;
     for (const at::Tensor& t : traced->reference) output_bytes += static_cast<std::int64_t>(t.nbytes());
-    const double copy = reference.copy_seconds(output_bytes);
+    double copy = 0;
+    {
+      const Stage stage(record, "floor");
+      copy = reference.copy_seconds(output_bytes);
+    }
     if (auto anomaly = hacks::judge_floor(record.candidate_timing->seconds, copy, output_bytes, protocol.detection)) {
       hacks::merge(record.findings, {*anomaly});
     }

@@ -103,7 +103,8 @@ json to_json(const Record& r) {
           {"memory", memory},
           {"logs", {{"candidate", r.candidate_log}, {"reference", r.reference_log}}},
           {"versions", r.versions},
-          {"wall_seconds", r.wall_seconds}};
+          {"wall_seconds", r.wall_seconds},
+          {"stage_seconds", r.stage_seconds}};
 }
 
 }  // namespace kbv::protocol

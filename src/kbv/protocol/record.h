@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -72,6 +73,10 @@ struct Record {
   std::string candidate_log, reference_log;  // tails of the workers' stdout+stderr
   nlohmann::json versions;
   double wall_seconds = 0;
+  // Wall seconds per stage (reference_draws, baseline, screen, import, checks, probe, timing,
+  // memory, findings, timed_output_checks, floor); the candidate worker's start-up (interpreter,
+  // torch) falls in its first stage.
+  std::map<std::string, double> stage_seconds;
 };
 
 // Both sides' peaks side by side, when both were measured (PROTOCOL.md, "Memory").

@@ -190,6 +190,9 @@ RunTotals run(const RunRequest& request, store::Store& store) {
           if (failure.empty()) {
             ++totals.evaluated;
             ++totals.verdicts[record.value("verdict", std::string("?"))];
+            for (const auto& [stage, stage_seconds] : record["stage_seconds"].items()) {
+              totals.stage_seconds[stage] += stage_seconds.get<double>();
+            }
           } else {
             ++totals.failed;
           }

@@ -33,6 +33,7 @@ struct RunTotals {
   size_t failed = 0;        // evaluations that could not be carried out (in `failures`)
   size_t other_device = 0;  // manifest rows for another device, left out
   std::map<std::string, size_t> verdicts;
+  std::map<std::string, double> stage_seconds;  // summed over the records written now
   double build_seconds = 0, evaluate_seconds = 0, wall_seconds = 0;
 };
 
