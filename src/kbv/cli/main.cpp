@@ -13,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "kbv/cli/audit_command.h"
 #include "kbv/cli/run_command.h"
 #include "kbv/eval/compile.h"
 #include "kbv/eval/evaluation.h"
@@ -133,6 +134,9 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--db", report.db, "SQLite store written by kbv run")->required();
   report_cmd->add_option("--out", report.out_dir, "Folder for the three files (created if needed)")->capture_default_str();
 
+  kbv::cli::AuditOptions audit;
+  CLI::App* audit_cmd = kbv::cli::add_audit_command(app, audit);
+
   std::string role, python;
   CLI::App* worker_cmd = app.add_subcommand("worker", "(internal) a reference or candidate worker process");
   worker_cmd->group("");  // hidden from help
@@ -152,6 +156,7 @@ int main(int argc, char** argv) {
       return kbv::cli::run_command(run, cache_dir(), {self_executable(), kbv::python::default_python_executable(), {}});
     }
     if (*report_cmd) return kbv::report::run_report(report);
+    if (*audit_cmd) return kbv::cli::audit_command(audit, {self_executable(), kbv::python::default_python_executable(), {}});
     if (*worker_cmd) {
       return kbv::worker::run_worker(role == "reference" ? kbv::worker::Role::reference : kbv::worker::Role::candidate,
                                      python);

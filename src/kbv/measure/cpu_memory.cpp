@@ -3,6 +3,8 @@
 // Its data pointers stay "simple" (context == data, one raw deleter), as callers of
 // raw_allocate (oneDNN convolutions, for one) require; sizes are found by address. While poison
 // is on, every new block is filled with all-ones bytes (hacks/poison.h).
+#include <unistd.h>
+
 #include <atomic>
 #include <cstring>
 #include <mutex>
@@ -84,6 +86,9 @@ class CpuMemoryMeter final : public MemoryMeter {
   }
   std::int64_t peak() override { return allocator() ? allocator()->peak() : 0; }
   std::optional<std::int64_t> driver_used() override { return std::nullopt; }
+  std::int64_t capacity() override {
+    return static_cast<std::int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<std::int64_t>(sysconf(_SC_PAGESIZE));
+  }
 
  private:
   static CountingCpuAllocator* allocator() { return CountingCpuAllocator::instance; }

@@ -21,6 +21,11 @@ class CudaMemoryMeter final : public MemoryMeter {
     C10_CUDA_CHECK(cudaMemGetInfo(&free, &total));
     return static_cast<std::int64_t>(total - free);
   }
+  std::int64_t capacity() override {
+    size_t free = 0, total = 0;
+    C10_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    return static_cast<std::int64_t>(total);
+  }
 
  private:
   c10::CachingAllocator::Stat bytes() {

@@ -18,6 +18,7 @@ class MemoryMeter {
   virtual void reset_peak() = 0;
   virtual std::int64_t peak() = 0;
   virtual std::optional<std::int64_t> driver_used() = 0;
+  virtual std::int64_t capacity() = 0;  // the device's memory: GPU total, or the host's RAM
 };
 
 // On the CPU, counts every byte torch allocates through a wrapping allocator; it must be

@@ -16,9 +16,10 @@
 namespace py = pybind11;
 
 namespace kbv::worker {
-namespace {
 
 bool is_tensor(const py::handle& object) { return THPVariable_Check(object.ptr()); }
+
+namespace {
 
 protocol::Tf32 flags_of(const nlohmann::json& protocol, const std::string& mode) {
   const nlohmann::json& f = protocol.at(mode + "_tf32");

@@ -69,6 +69,11 @@ class Session {
   // Everything the watch found, after a last look at the global state and threads.
   nlohmann::json findings();
 
+  // `kbv audit` (reference role): the reference's outputs on the draw `spec` measured against its
+  // inputs, a repeat, the baseline, another draw `other` of the same family (whole and one input
+  // at a time) and a relative nudge of its inputs (worker/problem_audit.cpp).
+  nlohmann::json audit(const nlohmann::json& spec, const nlohmann::json& other);
+
  private:
   // Selects the device named by the command (checking it exists); returns facts for the record.
   nlohmann::json select_device(const std::string& name);
@@ -98,6 +103,8 @@ std::string classify_candidate_error(const std::string& message);
 
 // Sums over the tensor inputs: both workers must have drawn the same values.
 nlohmann::json input_checksum(const pybind11::list& inputs);
+
+bool is_tensor(const pybind11::handle& object);
 
 // The tensors among a call's arguments.
 std::vector<at::Tensor> tensors_of(const pybind11::list& inputs);

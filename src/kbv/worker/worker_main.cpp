@@ -114,6 +114,8 @@ void handle(Session& session, Channel& channel, const json& command) {
     std::vector<EncodedTensor> tensors;
     attach(tensors, header["outputs"], refreshed);  // the refreshed call's outputs
     reply(channel, header, tensors);
+  } else if (name == "audit") {
+    reply(channel, {{"status", "ok"}, {"facts", session.audit(command.at("draw"), command.at("other"))}});
   } else if (name == "findings") {
     reply(channel, {{"status", "ok"}, {"findings", session.findings()}});
   } else {

@@ -1,0 +1,74 @@
+#include "kbv/audit/auditor.h"
+
+#include <chrono>
+#include <random>
+
+#include "kbv/eval/plan.h"
+
+namespace kbv::audit {
+namespace {
+
+using nlohmann::json;
+using Seconds = std::chrono::duration<double>;
+
+constexpr std::uint64_t kAuditSeed = 20261130;  // an audit is not adversarial: reproducible draws
+
+ProblemAudit audit_one(const AuditRequest& request, const store::ProblemInfo& problem, const std::vector<eval::Draw>& plan,
+                       const protocol::Protocol& verified, const protocol::Protocol& kernelbench) {
+  const auto started = std::chrono::steady_clock::now();
+  ProblemAudit audit{problem, {}, {}, "", 0};
+  eval::WorkerClient reference("reference", request.launch);
+  try {
+    reference.request({{"cmd", "load"}, {"problem", problem.path}, {"device", request.device}, {"protocol", protocol::to_json(verified)}},
+                      Seconds(request.load_timeout_seconds));
+    // The plan holds draws_per_family draws of each family in turn: the first of each is audited,
+    // the second is the "other draw" its inputs are swapped with.
+    for (size_t i = 0; i + 1 < plan.size(); i += verified.draws_per_family) {
+      const json facts = reference.request({{"cmd", "audit"}, {"draw", plan[i].to_json()}, {"other", plan[i + 1].to_json()}},
+                                           Seconds(request.timeout_seconds))
+                             .header.at("facts");
+      audit.families.push_back({std::string(protocol::name(plan[i].family)), facts});
+    }
+    const json& standard = audit.families.at(0).facts;
+    if (!standard.contains("outputs")) {
+      audit.error = "the reference fails on its own inputs: " + standard.value("raised", standard.value("bad_output", std::string("?")));
+    } else {
+      audit.findings = judge_audit(audit.families, verified, kernelbench, request.memory_share);
+    }
+  } catch (const eval::WorkerFailed& failed) {
+    audit.error = failed.what();
+  } catch (const eval::WorkerLost& lost) {
+    audit.error = std::string("the reference worker ") + lost.what() + "\n" + reference.log_tail();
+  }
+  reference.shutdown();
+  audit.seconds = Seconds(std::chrono::steady_clock::now() - started).count();
+  return audit;
+}
+
+}  // namespace
+
+std::vector<ProblemAudit> audit_problems(const AuditRequest& request) {
+  const protocol::Protocol verified = protocol::verified(), kernelbench = protocol::kernelbench();
+  std::mt19937_64 rng(kAuditSeed);
+  const std::vector<eval::Draw> plan = eval::plan_draws(verified, rng);
+  std::vector<ProblemAudit> audits;
+  for (const store::ProblemInfo& problem : request.problems) {
+    audits.push_back(audit_one(request, problem, plan, verified, kernelbench));
+    request.done(audits.back());
+  }
+  return audits;
+}
+
+json to_json(const ProblemAudit& a) {
+  json findings = json::array(), families = json::object();
+  for (const AuditFinding& f : a.findings) findings.push_back({{"id", f.id}, {"cured_by_verified", f.cured}, {"evidence", f.evidence}});
+  for (const FamilyFacts& f : a.families) families[f.family] = f.facts;
+  json out = {{"problem", a.problem.path}, {"name", a.problem.name}, {"findings", findings}, {"families", families},
+              {"seconds", a.seconds}};
+  if (a.problem.level) out["level"] = *a.problem.level;
+  if (a.problem.number) out["number"] = *a.problem.number;
+  if (!a.error.empty()) out["error"] = a.error;
+  return out;
+}
+
+}  // namespace kbv::audit

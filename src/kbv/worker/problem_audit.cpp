@@ -1,0 +1,137 @@
+// `kbv audit`'s measurements of the reference on one draw (the reference role only): what the
+// parent needs to tell a problem that cannot separate a correct kernel from a cheat. Raw facts;
+// the thresholds are the parent's (audit/audit_judge).
+#include <cmath>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "kbv/check/comparison.h"
+#include "kbv/worker/session.h"
+
+namespace py = pybind11;
+
+namespace kbv::worker {
+namespace {
+
+using nlohmann::json;
+
+constexpr double kPerturbation = 1e-3;  // relative size of the nudge in the sensitivity test
+
+bool floating(const at::Tensor& t) { return at::isFloatingType(t.scalar_type()); }
+
+// The affine map a*x + b that best fits y (least squares over all elements, float64), and how far
+// it still is from y (scaled error). Null when x or y is constant (no slope to fit; a constant
+// output is constant_output's to name).
+json affine_fit(const at::Tensor& input, const at::Tensor& output) {
+  const at::Tensor x = input.detach().to(at::kCPU, at::kDouble).flatten();
+  const at::Tensor y = output.detach().to(at::kCPU, at::kDouble).flatten();
+  const double mx = x.mean().item<double>(), my = y.mean().item<double>();
+  const double var = (x - mx).pow(2).mean().item<double>();
+  if (!(var > 0) || !((y - my).pow(2).mean().item<double>() > 0)) return nullptr;
+  const double scale = ((x - mx) * (y - my)).mean().item<double>() / var;
+  const double offset = my - scale * mx;
+  const double error = check::scaled_error((x * scale + offset).view(output.sizes()), output.to(at::kCPU, at::kDouble));
+  return {{"scale", scale}, {"offset", offset}, {"error", std::isfinite(error) ? json(error) : json(nullptr)}};
+}
+
+double relative_change(const std::vector<at::Tensor>& after, const std::vector<at::Tensor>& before) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < before.size() && i < after.size(); ++i) {
+    if (!floating(before[i])) continue;
+    const at::Tensor b = before[i].detach().to(at::kDouble), a = after[i].detach().to(at::kDouble);
+    diff += (a - b).pow(2).sum().item<double>();
+    norm += b.pow(2).sum().item<double>();
+  }
+  return norm > 0 ? std::sqrt(diff / norm) : 0.0;
+}
+
+json number(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
+
+}  // namespace
+
+nlohmann::json Session::audit(const nlohmann::json& spec, const nlohmann::json& other) {
+  if (role_ != Role::reference) throw Failure("internal", "audit: only the reference worker audits a problem");
+  json facts = json::object();
+  const py::list inputs = draw(spec);
+  Forward base;
+  try {
+    base = forward("reference", inputs, "audit");
+  } catch (const Failure& failure) {
+    facts["raised"] = failure.what();
+    return facts;
+  }
+  if (base.bad_output) {
+    facts["bad_output"] = *base.bad_output;
+    return facts;
+  }
+  const std::vector<at::Tensor>& y = base.outputs;
+  const std::vector<at::Tensor> x = tensors_of(inputs);
+
+  json outputs = json::array();
+  std::int64_t bytes = 0;
+  for (const at::Tensor& t : y) {
+    const bool finite = check::all_finite({t});
+    outputs.push_back({{"numel", t.numel()},
+                       {"finite", finite},
+                       {"max_abs", floating(t) && t.numel() ? number(t.detach().abs().max().item<double>()) : json(nullptr)},
+                       {"zeros_error", number(check::scaled_error(at::zeros_like(t), t))}});
+    bytes += static_cast<std::int64_t>(t.nbytes());
+  }
+  for (const at::Tensor& t : x) bytes += static_cast<std::int64_t>(t.nbytes());
+  facts["outputs"] = outputs;
+  facts["tensor_inputs"] = x.size();
+  facts["bytes"] = bytes;
+  facts["device_bytes"] = memory_->capacity();
+
+  // The same inputs again (a random reference), and under the baseline's flags (the tolerance).
+  facts["repeat_error"] = number(check::scaled_error(forward("reference", inputs, "audit").outputs, y));
+  facts["baseline_error"] = number(check::scaled_error(forward("baseline", inputs, "audit").outputs, y));
+
+  // Outputs that are an input, or an affine map of one.
+  json affine = json::array();
+  for (size_t i = 0; i < x.size(); ++i) {
+    for (size_t o = 0; o < y.size(); ++o) {
+      if (!floating(x[i]) || !floating(y[o]) || x[i].numel() != y[o].numel()) continue;
+      json fit = affine_fit(x[i], y[o]);
+      if (fit.is_null()) continue;
+      fit["input"] = i;
+      fit["output"] = o;
+      affine.push_back(std::move(fit));
+    }
+  }
+  facts["affine"] = affine;
+
+  // Another draw of the same family: the whole input set, then one input at a time.
+  const py::list others = draw(other);
+  facts["other_draw_error"] = number(check::scaled_error(forward("reference", others, "audit").outputs, y));
+  json replaced = json::array();
+  size_t tensor_index = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!is_tensor(inputs[i])) continue;
+    py::list mixed(inputs.size());
+    for (size_t k = 0; k < inputs.size(); ++k) mixed[k] = k == i ? others[k] : inputs[k];
+    const double changed = relative_change(tensors_of(mixed), x);
+    replaced.push_back({{"input", tensor_index++},
+                        {"input_change", number(changed)},
+                        {"error", number(check::scaled_error(forward("reference", mixed, "audit").outputs, y))}});
+  }
+  facts["replaced"] = replaced;
+
+  // Every floating input nudged by a relative 1e-3: how far the outputs move in proportion.
+  py::list nudged(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    nudged[i] = inputs[i];
+    if (!is_tensor(inputs[i])) continue;
+    const at::Tensor t = py::cast<at::Tensor>(inputs[i]);
+    if (!floating(t)) continue;
+    at::manual_seed(spec.at("seed").get<std::uint64_t>() + 7919 * (i + 1));
+    nudged[i] = py::cast(t * (1.0 + kPerturbation * at::randn_like(t)));
+  }
+  const double input_change = relative_change(tensors_of(nudged), x);
+  const double output_change = relative_change(forward("reference", nudged, "audit").outputs, y);
+  facts["sensitivity"] = {{"input_change", number(input_change)}, {"output_change", number(output_change)}};
+  return facts;
+}
+
+}  // namespace kbv::worker
