@@ -117,6 +117,10 @@ TEST_F(RunAndReport, KilledRunResumesWithEveryRecordOnceAndReports) {
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM candidates"), 3);
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM unmatched"), 2);
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM failures"), 0);
+  // Each problem audited once: ReLU is the identity on its own inputs, which verified cures.
+  EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM audits"), 2);
+  EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM audits a JOIN problems p ON p.id = a.problem_id WHERE p.name = 'ReLU' "
+                        "AND a.findings LIKE '%identity_under_inputs%' AND a.uncured = ''"), 1);
   // One baseline per problem and protocol in each invocation: ReLU's two samples under one
   // protocol, evaluated in the same invocation, cite the same baseline.
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM records r JOIN candidates c ON c.id = r.candidate_id "

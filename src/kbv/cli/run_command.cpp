@@ -47,6 +47,7 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
   cmd->add_option("-j,--jobs", o.jobs, "Candidate builds at a time")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--timeout", o.timeout, "Seconds any one step of a candidate may take")->capture_default_str();
   cmd->add_option("--compile-timeout", o.compile_timeout, "Seconds one candidate's build may take")->capture_default_str();
+  cmd->add_flag("--no-audit", o.no_audit, "Do not audit the problems (kbv audit, once per problem content and device)");
   return cmd;
 }
 
@@ -82,6 +83,7 @@ int run_command(const RunOptions& o, const std::string& cache_dir, const eval::W
   request.cache_dir = cache_dir;
   request.launch = launch;
   request.terminal = isatty(STDERR_FILENO);
+  request.audit = !o.no_audit;
 
   const auto& unmatched = request.discovery.unmatched;
   std::cerr << "kbv run: " << request.discovery.jobs.size() << " candidates, " << unmatched.size()
@@ -100,6 +102,10 @@ int run_command(const RunOptions& o, const std::string& cache_dir, const eval::W
   std::cout << "kbv run: " << totals.evaluated << " evaluated (" << (totals.evaluated ? verdicts.str() : "none") << "), "
             << totals.already << " already in the store, " << totals.failed << " could not be evaluated";
   if (totals.other_device) std::cout << ", " << totals.other_device << " manifest rows for another device left out";
+  if (totals.audited) {
+    std::cout << "; " << totals.audited << " problems audited, " << totals.uncured
+              << " with a defect the verified protocol does not cure (kbv report marks them)";
+  }
   std::cout << "\nkbv run: " << times << "; results in " << o.db << "\n";
   if (!totals.stage_seconds.empty()) {
     std::cout << "kbv run: evaluation stages (s):";

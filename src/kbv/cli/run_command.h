@@ -15,6 +15,7 @@ struct RunOptions {
   std::string protocols = "verified,kernelbench", gpus = "0";
   int jobs = 1;
   double timeout = 120, compile_timeout = 1800;
+  bool no_audit = false;
 };
 
 CLI::App* add_run_command(CLI::App& app, RunOptions& options);

@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "kbv/audit/auditor.h"
 #include "kbv/eval/compile.h"
 #include "kbv/eval/evaluation.h"
 #include "kbv/eval/reference_side.h"
@@ -33,9 +34,12 @@ struct Group {
   std::vector<Pending> pending;
 };
 
+std::string problem_label(const store::ProblemInfo& p) {
+  return p.level ? "level" + std::to_string(*p.level) + "/" + p.name : p.name;
+}
+
 std::string describe(const Pending& p, const json& record) {
-  std::string where = p.job->problem.name;
-  if (p.job->problem.level) where = "level" + std::to_string(*p.job->problem.level) + "/" + where;
+  std::string where = problem_label(p.job->problem);
   if (p.job->candidate.sample) where += " sample " + std::to_string(*p.job->candidate.sample);
   std::string speed;
   if (record.contains("timing") && record["timing"].contains("speedup")) {
@@ -128,8 +132,43 @@ RunTotals run(const RunRequest& request, store::Store& store) {
   // On the CPU, builds and timing would share the cores: every build finishes before timing starts.
   if (request.device == "cpu") builder.join();
 
-  std::mutex mutex;  // guards `next` and the totals
+  std::mutex mutex;  // guards `next`, `audit_claimed` and the totals
   size_t next = 0;
+  std::set<std::string> audit_claimed;  // problems audited (or being audited) by some lane
+  // The problem's audit, once per content and device: the report marks problems whose defect the
+  // verified protocol does not cure.
+  const auto audit_problem = [&](const Pending& p, const eval::WorkerLaunch& launch) {
+    {
+      std::lock_guard lock(mutex);
+      if (!audit_claimed.insert(p.job->problem.path).second) return;
+    }
+    if (store.has_audit(p.problem_id, p.job->problem.content_key, request.device)) return;
+    audit::AuditRequest audit;
+    audit.problems = {p.job->problem};
+    audit.device = request.device;
+    audit.timeout_seconds = request.timeout_seconds;
+    audit.launch = launch;
+    const audit::ProblemAudit result = audit::audit_problems(audit).at(0);
+    json findings = json::array();
+    std::string named;
+    bool uncured = false;
+    for (const audit::AuditFinding& f : result.findings) {
+      findings.push_back({{"id", f.id}, {"cured_by_verified", f.cured}, {"evidence", f.evidence}});
+      named += (named.empty() ? "" : ", ") + f.id + (f.cured ? " (cured)" : " (NOT cured)");
+      uncured = uncured || !f.cured;
+    }
+    store.add_audit(p.problem_id, p.job->problem.content_key, request.device, findings, result.error);
+    {
+      std::lock_guard lock(mutex);
+      ++totals.audited;
+      totals.uncured += uncured;
+    }
+    if (!result.error.empty()) {
+      progress.note("kbv: audit of " + problem_label(p.job->problem) + " failed: " + result.error.substr(0, 200));
+    } else if (!named.empty()) {  // a clean problem needs no line
+      progress.note("kbv: audit of " + problem_label(p.job->problem) + ": " + named);
+    }
+  };
   // A lane owns its workers from start to reaping: a worker dies with the thread that started it.
   const auto lane = [&](const std::string& gpu) {
     eval::WorkerLaunch launch = request.launch;
@@ -146,6 +185,7 @@ RunTotals run(const RunRequest& request, store::Store& store) {
       std::unique_ptr<eval::ReferenceSide> reference;
       std::int64_t environment = 0;
       std::optional<std::int64_t> baseline;
+      if (request.audit) audit_problem(group.pending.front(), launch);
       for (const Pending& p : group.pending) {
         built.at(p.job->candidate.path).wait();
         const auto begun = Clock::now();

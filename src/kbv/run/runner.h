@@ -25,6 +25,7 @@ struct RunRequest {
   std::string cache_dir;
   eval::WorkerLaunch launch;
   bool terminal = false;  // progress redrawn in place rather than logged line by line
+  bool audit = true;      // audit each problem (kbv audit) once per content and device, into the store
 };
 
 struct RunTotals {
@@ -32,6 +33,7 @@ struct RunTotals {
   size_t already = 0;       // records found in the store, not redone
   size_t failed = 0;        // evaluations that could not be carried out (in `failures`)
   size_t other_device = 0;  // manifest rows for another device, left out
+  size_t audited = 0, uncured = 0;  // problems audited now, and those with a defect verified does not cure
   std::map<std::string, size_t> verdicts;
   std::map<std::string, double> stage_seconds;  // summed over the records written now
   double build_seconds = 0, evaluate_seconds = 0, wall_seconds = 0;

@@ -48,6 +48,10 @@ CREATE TABLE IF NOT EXISTS records (
 CREATE TABLE IF NOT EXISTS failures (
   candidate_id INTEGER NOT NULL REFERENCES candidates(id), protocol TEXT NOT NULL, device TEXT NOT NULL,
   message TEXT NOT NULL, created TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS audits (
+  problem_id INTEGER NOT NULL REFERENCES problems(id), content_key TEXT NOT NULL, device TEXT NOT NULL,
+  findings TEXT NOT NULL, uncured TEXT NOT NULL, error TEXT, created TEXT NOT NULL,
+  UNIQUE (problem_id, content_key, device));
 CREATE INDEX IF NOT EXISTS records_by_verdict ON records (protocol, device, verdict);
 CREATE INDEX IF NOT EXISTS candidates_by_run ON candidates (run_id, problem_id);
 )sql";
@@ -198,6 +202,39 @@ void Store::failure(std::int64_t candidate, const std::string& protocol, const s
   insert.bind(3, device);
   insert.bind(4, message);
   insert.bind(5, now_utc());
+  insert.exec();
+}
+
+bool Store::has_audit(std::int64_t problem, const std::string& content_key, const std::string& device) {
+  std::lock_guard lock(mutex_);
+  SQLite::Statement select(db_, "SELECT 1 FROM audits WHERE problem_id = ? AND content_key = ? AND device = ?");
+  select.bind(1, problem);
+  select.bind(2, content_key);
+  select.bind(3, device);
+  return select.executeStep();
+}
+
+void Store::add_audit(std::int64_t problem, const std::string& content_key, const std::string& device, const json& findings,
+                      const std::string& error) {
+  std::lock_guard lock(mutex_);
+  std::string uncured;
+  for (const json& f : findings) {
+    if (!f.value("cured_by_verified", false)) uncured += (uncured.empty() ? "" : " ") + f.value("id", std::string("?"));
+  }
+  SQLite::Statement insert(db_,
+                           "INSERT OR IGNORE INTO audits (problem_id, content_key, device, findings, uncured, error, created) "
+                           "VALUES (?, ?, ?, ?, ?, ?, ?)");
+  insert.bind(1, problem);
+  insert.bind(2, content_key);
+  insert.bind(3, device);
+  insert.bind(4, findings.dump());
+  insert.bind(5, uncured);
+  if (error.empty()) {
+    insert.bind(6);
+  } else {
+    insert.bind(6, error);
+  }
+  insert.bind(7, now_utc());
   insert.exec();
 }
 

@@ -48,6 +48,12 @@ class Store {
   // so a rerun tries again.
   void failure(std::int64_t candidate, const std::string& protocol, const std::string& device, const std::string& message);
 
+  // kbv audit's findings of a problem's content on a device (`findings`: [{id, cured_by_verified,
+  // evidence}]), kept once; `error` when it could not be audited.
+  bool has_audit(std::int64_t problem, const std::string& content_key, const std::string& device);
+  void add_audit(std::int64_t problem, const std::string& content_key, const std::string& device,
+                 const nlohmann::json& findings, const std::string& error);
+
   bool has_record(std::int64_t candidate, const std::string& protocol, const std::string& device);
   // Stores `record` (kbv eval's JSON record) with its indexed columns; a second record for the
   // same (candidate, protocol, device) is refused (returns false) and leaves the first.
