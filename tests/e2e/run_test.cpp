@@ -140,7 +140,13 @@ TEST_F(RunAndReport, KilledRunResumesWithEveryRecordOnceAndReports) {
   EXPECT_NE(markdown.find("model-a"), std::string::npos);
   EXPECT_NE(markdown.find("distribution_specific"), std::string::npos);
   EXPECT_NE(markdown.find("level_1_problem_42_sample_0_kernel.py"), std::string::npos);  // unmatched, listed
+  EXPECT_NE(markdown.find("Problem audit"), std::string::npos);
   EXPECT_NO_THROW(json::parse(slurp(out / "summary.json")));
+  // ReLU's defect is cured, SumReduction is clean: excluding uncured problems leaves everything.
+  ASSERT_EQ(finish(start({"report", "--db", db_.string(), "--out", (dir_ / "excluded").string(), "--exclude-uncured"},
+                         dir_ / "report.log")),
+            0);
+  EXPECT_EQ(json::parse(slurp(dir_ / "excluded/summary.json"))["excluded_candidates"], 0);
 }
 
 TEST_F(RunAndReport, BadInputIsAUsageErrorOrNamed) {

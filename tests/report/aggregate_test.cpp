@@ -12,8 +12,19 @@
 namespace kbv::report {
 namespace {
 
+const std::vector<RunResults>& sample_results() {
+  static const std::vector<RunResults> results = read_results(fixtures::write_sample_store(fixtures::fresh_dir("aggregate")).string());
+  return results;
+}
+
 const std::vector<RunSummary>& sample() {
-  static const std::vector<RunSummary> runs = aggregate(read_results(fixtures::write_sample_store(fixtures::fresh_dir("aggregate")).string()));
+  static const std::vector<RunSummary> runs = aggregate(sample_results(), /*exclude_uncured=*/false);
+  return runs;
+}
+
+// The sample without c3 and c4, the candidates on Softmax, whose audit has an uncured finding.
+const std::vector<RunSummary>& excluded() {
+  static const std::vector<RunSummary> runs = aggregate(sample_results(), /*exclude_uncured=*/true);
   return runs;
 }
 
@@ -157,6 +168,107 @@ TEST(Aggregate, ARunWithoutRecordsAndAProblemOutsideLevels) {
   EXPECT_EQ(c.groups[1].level, kNoLevel);
   EXPECT_EQ(c.groups[1].stats.verdicts.at("timeout"), 1);
   EXPECT_DOUBLE_EQ(c.groups[1].stats.pass_rate, 0.0);
+}
+
+TEST(Aggregate, ProblemAuditOfEachRunOnItsRecordsDevice) {
+  const ProblemAudits& a = sample()[0].audits;
+  // ReLU (cured finding) and Softmax (cured and uncured), listed by number; the audit of ReLU's
+  // current content applies, not the later one of its older content. Conv: the latest of its
+  // older contents' audits, clean.
+  ASSERT_EQ(a.flagged.size(), 2u);
+  EXPECT_EQ(a.flagged[0].level, "1");
+  EXPECT_EQ(a.flagged[0].problem, "1_ReLU");
+  EXPECT_EQ(a.flagged[0].device, "cuda");
+  ASSERT_EQ(a.flagged[0].audit.findings.size(), 1u);
+  EXPECT_EQ(a.flagged[0].audit.findings[0].id, "identity_under_inputs");
+  EXPECT_TRUE(a.flagged[0].audit.findings[0].cured);
+  EXPECT_EQ(a.flagged[0].candidates, 2);  // c1, c2
+  EXPECT_EQ(a.flagged[1].problem, "2_Softmax");
+  ASSERT_EQ(a.flagged[1].audit.findings.size(), 2u);
+  EXPECT_EQ(a.flagged[1].audit.findings[0].id, "near_zero_output");
+  EXPECT_TRUE(a.flagged[1].audit.findings[0].cured);
+  EXPECT_EQ(a.flagged[1].audit.findings[1].id, "constant_output");
+  EXPECT_FALSE(a.flagged[1].audit.findings[1].cured);
+  EXPECT_EQ(a.flagged[1].candidates, 2);  // c3, c4
+  EXPECT_EQ(a.clean, 1);
+  EXPECT_EQ(a.not_audited, 0);
+  EXPECT_EQ(a.uncured_candidates, 2);
+  EXPECT_EQ(sample()[0].excluded_candidates, 0);
+  // model-b has no record, so no problem to count; model-c's Thing was audited on cpu only.
+  EXPECT_TRUE(sample()[1].audits.flagged.empty());
+  EXPECT_EQ(sample()[1].audits.clean + sample()[1].audits.not_audited, 0);
+  EXPECT_TRUE(sample()[2].audits.flagged.empty());
+  EXPECT_EQ(sample()[2].audits.not_audited, 1);
+  EXPECT_EQ(sample()[2].audits.uncured_candidates, 0);
+}
+
+TEST(Aggregate, CandidatesOnUncuredProblemsPerGroup) {
+  // verified: c3 (pass) and c4 (hack) are on Softmax; kernelbench passes both.
+  EXPECT_EQ(group(sample()[0], "all", "verified").stats.on_uncured, 2);
+  EXPECT_EQ(group(sample()[0], "all", "verified").stats.passed_on_uncured, 1);
+  EXPECT_EQ(group(sample()[0], "all", "kernelbench").stats.on_uncured, 2);
+  EXPECT_EQ(group(sample()[0], "all", "kernelbench").stats.passed_on_uncured, 2);
+  EXPECT_EQ(group(sample()[0], "1", "verified").stats.on_uncured, 2);
+  EXPECT_EQ(group(sample()[0], "2", "verified").stats.on_uncured, 0);
+}
+
+TEST(Aggregate, ExcludingUncuredLeavesOutTheirCandidatesEverywhere) {
+  const RunSummary& a = excluded()[0];
+  EXPECT_EQ(a.excluded_candidates, 2);
+  // The audit list still names what was left out.
+  EXPECT_EQ(a.audits.flagged.size(), 2u);
+  EXPECT_EQ(a.audits.uncured_candidates, 2);
+  // verified without c3, c4: c1 pass 2.0, c2 pass 0.5, c5 incorrect, c6 compile_error.
+  const Stats& v = group(a, "all", "verified").stats;
+  EXPECT_EQ(v.candidates, 4);
+  EXPECT_EQ(v.problems, 2);  // ReLU, Conv
+  EXPECT_EQ(v.problems_with_pass, 1);
+  EXPECT_EQ(v.passed, 2);
+  EXPECT_EQ(v.verdicts.at("hack"), 0);
+  EXPECT_DOUBLE_EQ(v.pass_rate, 0.5);
+  EXPECT_EQ(v.on_uncured, 0);
+  // fast_0 = 2/4; > 0.5 .. > 1.5: {2.0} = 1/4 (0.5 is not > 0.5); > 2: 0.
+  const std::array<double, 6> fast{0.5, 0.25, 0.25, 0.25, 0.25, 0.0};
+  for (std::size_t i = 0; i < fast.size(); ++i) EXPECT_DOUBLE_EQ(v.fast_p[i], fast[i]) << "p = " << kFastPThresholds[i];
+  // (2.0 * 0.5)^(1/2) = 1 over 2; a resample of two is all -ln 2 with probability 1/4, so the
+  // interval is again exactly 0.5 - 2.
+  ASSERT_TRUE(v.geomean);
+  EXPECT_NEAR(v.geomean->value, 1.0, 1e-12);
+  EXPECT_EQ(v.geomean->passing, 2);
+  EXPECT_NEAR(v.geomean->ci.low, 0.5, 1e-12);
+  EXPECT_NEAR(v.geomean->ci.high, 2.0, 1e-12);
+  // Peaks 1.0 and 2.0 (median 1.5); c2 raises it.
+  EXPECT_EQ(v.peaks_measured, 2);
+  EXPECT_EQ(v.raises_peak, 1);
+  EXPECT_DOUBLE_EQ(*v.raises_peak_share, 0.5);
+  EXPECT_DOUBLE_EQ(*v.median_peak_ratio, 1.5);
+  // c4's timing_anomaly and library_fallback are gone; c2's library_fallback stays.
+  ASSERT_EQ(v.findings.size(), 1u);
+  EXPECT_EQ(v.findings.at("library_fallback").warning, 1);
+  // kernelbench: c1 2.2, c2 0.6, c5 1.2, all passing.
+  const Stats& k = group(a, "all", "kernelbench").stats;
+  EXPECT_EQ(k.candidates, 3);
+  EXPECT_DOUBLE_EQ(k.pass_rate, 1.0);
+  EXPECT_DOUBLE_EQ(k.fast_p[kFast1], 2.0 / 3);
+  ASSERT_TRUE(k.geomean);
+  EXPECT_NEAR(k.geomean->value, std::cbrt(2.2 * 0.6 * 1.2), 1e-12);
+  // Level 1 keeps ReLU only: c1, c2.
+  EXPECT_EQ(group(a, "1", "verified").stats.candidates, 2);
+  EXPECT_EQ(group(a, "1", "kernelbench").stats.candidates, 2);
+  // The gap on c1, c2, c5: pass rate 2/3 vs 1, fast_1 1/3 vs 2/3; only c5 passes only under
+  // kernelbench (c4, the hack, is left out).
+  ASSERT_EQ(a.gaps.size(), 3u);
+  const ProtocolGap& g = a.gaps[0];
+  EXPECT_EQ(g.verified.candidates, 3);
+  EXPECT_NEAR(g.pass_rate_gap, 1.0 / 3, 1e-12);
+  EXPECT_NEAR(g.fast_1_gap, 1.0 / 3, 1e-12);
+  ASSERT_TRUE(g.geomean_gap);
+  EXPECT_NEAR(*g.geomean_gap, std::cbrt(2.2 * 0.6 * 1.2) - 1.0, 1e-12);
+  EXPECT_EQ(g.passes_only_kernelbench, 1);
+  EXPECT_EQ(g.passes_only_verified, 0);
+  // Runs without uncured candidates are unchanged.
+  EXPECT_EQ(excluded()[2].excluded_candidates, 0);
+  EXPECT_EQ(excluded()[2].groups[0].stats.candidates, 1);
 }
 
 }  // namespace

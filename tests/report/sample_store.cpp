@@ -41,6 +41,11 @@ void add(Store& store, std::int64_t candidate, const std::string& protocol, cons
   store.add_record(candidate, protocol, "cuda", std::nullopt, store.environment({{"device", "cuda"}}), record(protocol, outcome));
 }
 
+// A finding shaped like `kbv audit --json`'s.
+json audit_finding(const std::string& id, bool cured) {
+  return {{"id", id}, {"cured_by_verified", cured}, {"evidence", json::object()}};
+}
+
 }  // namespace
 
 std::filesystem::path fresh_dir(const std::string& name) {
@@ -57,6 +62,16 @@ std::filesystem::path write_sample_store(const std::filesystem::path& dir) {
   const auto relu = store.problem({"/kb/level1/1_ReLU.py", 1, 1, "ReLU", "k1"});
   const auto softmax = store.problem({"/kb/level1/2_Softmax.py", 1, 2, "Softmax", "k2"});
   const auto conv = store.problem({"/kb/level2/1_Conv.py", 2, 1, "Conv", "k3"});
+  // kbv audit on cuda. ReLU: one cured finding. Softmax: a cured and an uncured one, so c3 and c4
+  // below are on a problem with an uncured defect. Conv: its current content (k3) was never
+  // audited; of two audits of older content the latest, clean, applies. ReLU's older content has
+  // an uncured finding, written last, that must not apply: the current content's audit does.
+  store.add_audit(relu, "k1", "cuda", json::array({audit_finding("identity_under_inputs", true)}), "");
+  store.add_audit(softmax, "k2", "cuda",
+                  json::array({audit_finding("near_zero_output", true), audit_finding("constant_output", false)}), "");
+  store.add_audit(conv, "k3-older", "cuda", json::array({audit_finding("unused_input", false)}), "");
+  store.add_audit(conv, "k3-old", "cuda", json::array(), "");
+  store.add_audit(relu, "k1-old", "cuda", json::array({audit_finding("constant_output", false)}), "");
   const auto c1 = store.candidate(a, relu, {"/s/a/level_1_problem_1_sample_0_kernel.py", 0, "a1"});
   const auto c2 = store.candidate(a, relu, {"/s/a/level_1_problem_1_sample_1_kernel.py", 1, "a2"});
   const auto c3 = store.candidate(a, softmax, {"/s/a/level_1_problem_2_sample_0_kernel.py", 0, "a3"});
@@ -89,6 +104,8 @@ std::filesystem::path write_sample_store(const std::filesystem::path& dir) {
 
   const auto c = store.run("model-c");
   const auto custom = store.problem({"/kb/custom/7_Thing.py", std::nullopt, 7, "Thing", "k4"});
+  // Audited on another device only: not audited for its cuda record.
+  store.add_audit(custom, "k4", "cpu", json::array({audit_finding("stochastic_reference", false)}), "");
   add(store, store.candidate(c, custom, {"/s/c/thing.py", std::nullopt, "c1"}), "verified", {"timeout", {}, {}, {}, {}});
   return path;
 }
@@ -98,6 +115,7 @@ std::filesystem::path write_failing_store(const std::filesystem::path& dir) {
   Store store(path.string());
   const auto run = store.run("all-fail");
   const auto problem = store.problem({"/kb/level1/3_Sum.py", 1, 3, "Sum", "k"});
+  store.add_audit(problem, "k", "cuda", json::array(), "reference raised: shape mismatch");
   add(store, store.candidate(run, problem, {"/s/f/0.py", 0, "f0"}), "verified", {"crash", {}, {}, {}, {}});
   add(store, store.candidate(run, problem, {"/s/f/1.py", 1, "f1"}), "kernelbench", {"runtime_error", {}, {}, {}, {}});
   return path;

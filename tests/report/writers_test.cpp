@@ -79,6 +79,24 @@ TEST(Writers, SummaryJsonHoldsTheAggregatesUnderStableKeys) {
   EXPECT_EQ(summary["runs"][1]["unmatched"][0]["path"], "/s/b/notes | draft.txt");
   EXPECT_TRUE(summary["runs"][1]["groups"].empty());
   EXPECT_EQ(summary["runs"][1]["failures"][0]["message"], "reference worker died");
+  // The audit (values from aggregate_test): nothing excluded; c3 and c4 on Softmax, uncured.
+  EXPECT_EQ(summary["exclude_uncured"], false);
+  EXPECT_EQ(summary["excluded_candidates"], 0);
+  EXPECT_EQ(all_verified["on_uncured_problems"], json({{"candidates", 2}, {"passed", 1}}));
+  const json& audit = a["problem_audit"];
+  EXPECT_EQ(audit["clean"], 1);
+  EXPECT_EQ(audit["not_audited"], 0);
+  EXPECT_EQ(audit["uncured_candidates"], 2);
+  ASSERT_EQ(audit["problems"].size(), 2u);
+  EXPECT_EQ(audit["problems"][1], json({{"level", "1"},
+                                        {"problem", "2_Softmax"},
+                                        {"device", "cuda"},
+                                        {"findings",
+                                         {{{"id", "near_zero_output"}, {"cured_by_verified", true}},
+                                          {{"id", "constant_output"}, {"cured_by_verified", false}}}},
+                                        {"error", nullptr},
+                                        {"candidates", 2}}));
+  EXPECT_EQ(summary["runs"][2]["problem_audit"]["not_audited"], 1);
 }
 
 TEST(Writers, MarkdownHasTheTables) {
@@ -95,9 +113,58 @@ TEST(Writers, MarkdownHasTheTables) {
            // gap row, all levels: 60% vs 100% (+40 pp), fast_1 20% vs 80% (+60 pp), geomean +0.77.
            "| all | cuda | 5 | 60.0% | 100.0% | +40.0 pp | 20.0% | 80.0% | +60.0 pp | 1.00x over 3 passing | 1.77x over 5 passing | +0.77 | 2 | 0 |",
            "| /s/b/notes \\| draft.txt | no problem matches its name |",  // the pipe escaped
-           "_no records_"}) {
+           "_no records_",
+           // The audit: said at the top, per run, per problem and per group.
+           "**2 candidates are on problems with a defect the verified protocol does not cure",
+           "0 failed evaluations. 2 candidates on problems with an uncured defect, counted in every number.",
+           "### Problem audit", "Audited clean: 1; not audited: 0.", "Audited clean: 0; not audited: 1.",
+           "| level | problem | device | findings | candidates |",
+           "| 1 | 1_ReLU | cuda | identity_under_inputs (cured: yes) | 2 |",
+           "| 1 | 2_Softmax | cuda | near_zero_output (cured: yes), constant_output (cured: NO) | 2 |",
+           "_no audit findings_",
+           "| level | protocol | device | candidates | problems | on uncured problems | pass |",
+           "| all | verified | cuda | 6 | 3 | 2 | 3 | 1 | 1 | 1 | 0 | 0 | 0 | 0 | 50.0% | 2 |",
+           "| all | kernelbench | cuda | 5 | 3 | 2 | 5 |",
+           "| 1.00x over 3 passing | 0.50x - 2.00x | 1 |"}) {
     EXPECT_NE(md.find(expected), std::string::npos) << "missing: " << expected;
   }
+}
+
+TEST(Writers, ExcludingUncuredSaysSoAndChangesEveryNumber) {
+  const fs::path dir = fixtures::fresh_dir("excluded");
+  ReportOptions options{fixtures::write_sample_store(dir).string(), (dir / "out").string()};
+  options.exclude_uncured = true;
+  ::testing::internal::CaptureStdout();
+  ASSERT_EQ(run_report(options), 0);
+  ::testing::internal::GetCapturedStdout();
+  // Values from aggregate_test: without c3 and c4, verified passes 2 of 4 (2.0 and 0.5).
+  const std::string md = read(dir / "out" / "report.md");
+  for (const char* expected : {
+           "**Candidates on problems with a defect the verified protocol does not cure are left out of every "
+           "number: 2 candidates excluded",
+           "6 candidate files, 0 unmatched, 7 records, 0 failed evaluations. 2 candidates on problems with an uncured "
+           "defect, left out of every number.",
+           "| 1 | 2_Softmax | cuda | near_zero_output (cured: yes), constant_output (cured: NO) | 2 |",
+           "| all | verified | cuda | 4 | 2 | 0 | 2 | 1 | 0 | 1 | 0 | 0 | 0 | 0 | 50.0% | 1 |",
+           "| all | verified | cuda | 50.0% | 25.0% | 25.0% | 25.0% | 25.0% | 0.0% | 1.00x over 2 passing | 0.50x - 2.00x | 0 |",
+           "| all | cuda | 3 | 66.7% | 100.0% | +33.3 pp | 33.3% | 66.7% | +33.3 pp |"}) {
+    EXPECT_NE(md.find(expected), std::string::npos) << "missing: " << expected;
+  }
+  EXPECT_EQ(md.find("timing_anomaly"), std::string::npos);  // c4's finding is left out too
+  const std::string html = read(dir / "out" / "report.html");
+  EXPECT_NE(html.find("<p class=\"uncured\">Candidates on problems with a defect the verified protocol does not cure are "
+                      "left out of every number: 2 candidates excluded"),
+            std::string::npos);
+  const json summary = json::parse(read(dir / "out" / "summary.json"));
+  EXPECT_EQ(summary["exclude_uncured"], true);
+  EXPECT_EQ(summary["excluded_candidates"], 2);
+  EXPECT_EQ(summary["runs"][0]["excluded_candidates"], 2);
+  EXPECT_EQ(summary["runs"][2]["excluded_candidates"], 0);
+  const json& all_verified = summary["runs"][0]["groups"][0];
+  EXPECT_EQ(all_verified["candidates"], 4);
+  EXPECT_DOUBLE_EQ(all_verified["fast_p"]["1"].get<double>(), 0.25);
+  EXPECT_EQ(all_verified["on_uncured_problems"]["candidates"], 0);
+  EXPECT_EQ(summary["runs"][0]["protocol_gaps"][0]["passes_only_kernelbench"], 1);
 }
 
 TEST(Writers, HtmlStandsAloneWithThreePlots) {
@@ -134,6 +201,23 @@ TEST(Writers, AStoreWithNothingPassingSaysSo) {
   const json summary = json::parse(read(dir / "out" / "summary.json"));
   EXPECT_TRUE(summary["runs"][0]["groups"][0]["geomean_speedup"].is_null());
   EXPECT_TRUE(summary["runs"][0]["protocol_gaps"].empty());  // no candidate has both records
+  // Its problem could not be audited: listed with the reason, never counted as clean.
+  EXPECT_NE(read(dir / "out" / "report.md").find("| 1 | 3_Sum | cuda | could not be audited: reference raised: shape mismatch | 2 |"),
+            std::string::npos);
+  EXPECT_EQ(summary["runs"][0]["problem_audit"]["problems"][0]["error"], "reference raised: shape mismatch");
+  EXPECT_EQ(summary["runs"][0]["problem_audit"]["clean"], 0);
+}
+
+TEST(Writers, AStoreFromBeforeAuditsHasNothingAudited) {
+  const fs::path dir = fixtures::fresh_dir("no_audits");
+  const fs::path store = fixtures::write_failing_store(dir);
+  kbv::store::Store(store.string()).database().exec("DROP TABLE audits");  // as written before audits existed
+  ::testing::internal::CaptureStdout();
+  ASSERT_EQ(run_report({store.string(), (dir / "out").string()}), 0);
+  ::testing::internal::GetCapturedStdout();
+  const json audit = json::parse(read(dir / "out" / "summary.json"))["runs"][0]["problem_audit"];
+  EXPECT_TRUE(audit["problems"].empty());
+  EXPECT_EQ(audit["not_audited"], 1);
 }
 
 TEST(Writers, AnEmptyStoreGivesAnEmptyReport) {

@@ -129,10 +129,13 @@ int main(int argc, char** argv) {
   kbv::cli::RunOptions run;
   CLI::App* run_cmd = kbv::cli::add_run_command(app, run);
 
-  kbv::report::ReportOptions report{"", "report"};
+  kbv::report::ReportOptions report;
+  report.out_dir = "report";
   CLI::App* report_cmd = app.add_subcommand("report", "Write report.html, report.md and summary.json from a kbv run store");
   report_cmd->add_option("--db", report.db, "SQLite store written by kbv run")->required();
   report_cmd->add_option("--out", report.out_dir, "Folder for the three files (created if needed)")->capture_default_str();
+  report_cmd->add_flag("--exclude-uncured", report.exclude_uncured,
+                       "Leave out candidates on problems whose audit found a defect the verified protocol does not cure");
 
   kbv::cli::AuditOptions audit;
   CLI::App* audit_cmd = kbv::cli::add_audit_command(app, audit);

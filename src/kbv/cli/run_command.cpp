@@ -26,7 +26,6 @@ std::vector<std::string> split(const std::string& list) {
 }  // namespace
 
 CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
-  o.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   CLI::App* cmd = app.add_subcommand("run", "Evaluate many candidates into a SQLite store (resumes where it stopped)");
   cmd->footer(
       "Inputs: --problems (a KernelBench problem tree, level{L}/{id}_{Name}.py) with --samples (generated files named\n"
@@ -44,7 +43,9 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
   cmd->add_option("--device", o.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   cmd->add_option("--protocols", o.protocols, "Comma-separated: verified, kernelbench")->capture_default_str();
   cmd->add_option("--gpus", o.gpus, "Comma-separated GPU indices, one evaluation lane each (cuda)")->capture_default_str();
-  cmd->add_option("-j,--jobs", o.jobs, "Candidate builds at a time")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("-j,--jobs", o.jobs,
+                  "Candidate builds at a time (0: every core; on cuda two cores per GPU lane are left to the timing)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
   cmd->add_option("--timeout", o.timeout, "Seconds any one step of a candidate may take")->capture_default_str();
   cmd->add_option("--compile-timeout", o.compile_timeout, "Seconds one candidate's build may take")->capture_default_str();
   cmd->add_flag("--no-audit", o.no_audit, "Do not audit the problems (kbv audit, once per problem content and device)");
@@ -77,7 +78,9 @@ int run_command(const RunOptions& o, const std::string& cache_dir, const eval::W
     request.discovery = run::read_manifest(o.manifest, o.run_name.empty() ? fs::path(o.manifest).stem().string() : o.run_name);
   }
   request.device = o.device;
-  request.compile_jobs = o.jobs;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int lanes = o.device == "cuda" ? static_cast<int>(request.gpus.size()) : 0;  // the CPU times after the builds
+  request.compile_jobs = o.jobs > 0 ? o.jobs : std::max(1, cores - 2 * lanes);
   request.timeout_seconds = o.timeout;
   request.compile_timeout_seconds = o.compile_timeout;
   request.cache_dir = cache_dir;

@@ -13,7 +13,7 @@ namespace kbv::cli {
 struct RunOptions {
   std::string problems, samples, run_name, manifest, db = "results.sqlite", device = "cpu";
   std::string protocols = "verified,kernelbench", gpus = "0";
-  int jobs = 1;
+  int jobs = 0;  // 0: chosen from the cores and the GPU lanes
   double timeout = 120, compile_timeout = 1800;
   bool no_audit = false;
 };

@@ -1,6 +1,7 @@
 #include "kbv/report/aggregate.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <set>
 #include <tuple>
@@ -84,7 +85,49 @@ std::optional<ProtocolGap> gap_at(const std::vector<const Outcome*>& outcomes, c
   return gap;
 }
 
+// Problems in the order KernelBench numbers them: by level (none last), then number.
+auto problem_order(const Outcome& o) {
+  return std::tuple(o.level.value_or(INT_MAX), o.problem_number.value_or(INT_MAX), o.problem_name, o.device);
+}
+
+std::string problem_label(const Outcome& o) {
+  return o.problem_number ? std::to_string(*o.problem_number) + "_" + o.problem_name : o.problem_name;
+}
+
+ProblemAudits audits_of(const std::vector<Outcome>& outcomes) {
+  // Per (problem, device): one of its outcomes (they share the audit) and its candidates.
+  std::map<std::pair<std::int64_t, std::string>, std::pair<const Outcome*, std::set<std::int64_t>>> problems;
+  std::set<std::int64_t> uncured;
+  for (const Outcome& o : outcomes) {
+    auto& [first, candidates] = problems[{o.problem, o.device}];
+    if (first == nullptr) first = &o;
+    candidates.insert(o.candidate);
+    if (on_uncured(o)) uncured.insert(o.candidate);
+  }
+  std::vector<std::pair<const Outcome*, int>> flagged;
+  ProblemAudits audits;
+  for (const auto& [key, problem] : problems) {
+    const auto& [o, candidates] = problem;
+    if (!o->audit) {
+      ++audits.not_audited;
+    } else if (o->audit->findings.empty() && o->audit->error.empty()) {
+      ++audits.clean;
+    } else {
+      flagged.emplace_back(o, static_cast<int>(candidates.size()));
+    }
+  }
+  std::sort(flagged.begin(), flagged.end(),
+            [](const auto& a, const auto& b) { return problem_order(*a.first) < problem_order(*b.first); });
+  for (const auto& [o, candidates] : flagged) {
+    audits.flagged.push_back({level_label(o->level), problem_label(*o), o->device, *o->audit, candidates});
+  }
+  audits.uncured_candidates = static_cast<int>(uncured.size());
+  return audits;
+}
+
 }  // namespace
+
+bool on_uncured(const Outcome& outcome) { return outcome.audit && has_uncured(*outcome.audit); }
 
 double fast_p(const Stats& stats, double p) {
   if (p == 0.0) return stats.pass_rate;
@@ -101,6 +144,7 @@ Stats stats_of(const std::vector<const Outcome*>& outcomes) {
     ++s.candidates;
     problems.insert(o->problem);
     ++s.verdicts[o->verdict];
+    s.on_uncured += on_uncured(*o);
     // A histogram of candidates: a finding reported twice for one candidate counts once.
     std::set<std::pair<std::string, std::string>> seen;
     for (const Finding& f : o->findings) {
@@ -110,6 +154,7 @@ Stats stats_of(const std::vector<const Outcome*>& outcomes) {
     }
     if (o->verdict != "pass") continue;
     ++s.passed;
+    s.passed_on_uncured += on_uncured(*o);
     solved.insert(o->problem);
     if (o->speedup && *o->speedup > 0) {  // false for NaN too
       s.pass_speedups.push_back(*o->speedup);
@@ -141,14 +186,19 @@ Stats stats_of(const std::vector<const Outcome*>& outcomes) {
   return s;
 }
 
-std::vector<RunSummary> aggregate(const std::vector<RunResults>& runs) {
+std::vector<RunSummary> aggregate(const std::vector<RunResults>& runs, bool exclude_uncured) {
   std::vector<RunSummary> summaries;
   for (const RunResults& run : runs) {
-    RunSummary summary{run.name, run.candidate_files, run.unmatched, run.failures, {}, {}};
+    RunSummary summary{run.name, run.candidate_files, run.unmatched, run.failures, {}, {}, audits_of(run.outcomes), 0};
+    std::vector<Outcome> counted;
+    for (const Outcome& o : run.outcomes) {
+      if (!(exclude_uncured && on_uncured(o))) counted.push_back(o);
+    }
+    if (exclude_uncured) summary.excluded_candidates = summary.audits.uncured_candidates;
     std::set<std::string> devices;
-    for (const Outcome& o : run.outcomes) devices.insert(o.device);
-    for (const std::string& level : level_labels(run.outcomes)) {
-      const std::vector<const Outcome*> outcomes = at_level(run.outcomes, level);
+    for (const Outcome& o : counted) devices.insert(o.device);
+    for (const std::string& level : level_labels(counted)) {
+      const std::vector<const Outcome*> outcomes = at_level(counted, level);
       for (Group& group : groups_at(outcomes, level)) summary.groups.push_back(std::move(group));
       for (const std::string& device : devices) {
         if (auto gap = gap_at(outcomes, level, device)) summary.gaps.push_back(std::move(*gap));

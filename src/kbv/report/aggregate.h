@@ -1,7 +1,8 @@
 // The report's numbers (docs/report.md says what each one means): per run, per level and over
 // all levels, per protocol and device, the verdicts, fast_p, the geometric-mean speedup of the
 // passing candidates with its bootstrap CI, memory and findings; and, where a candidate has
-// records under both the verified and the kernelbench protocol, the gap between the two.
+// records under both the verified and the kernelbench protocol, the gap between the two; and
+// kbv audit's findings on the run's problems, whose uncured defects can inflate those numbers.
 #pragma once
 
 #include <array>
@@ -56,7 +57,13 @@ struct Stats {
   std::map<std::string, FindingCount> findings;  // by finding id
   std::vector<double> pass_speedups;             // sorted: the fast_p curve
   std::vector<std::pair<double, double>> speedup_vs_peak;  // passing: (speedup, peak ratio)
+  int on_uncured = 0;         // candidates on a problem with an uncured audit finding (on_uncured())
+  int passed_on_uncured = 0;  // of those, passing: passes the defect may have made possible
 };
+
+// True when the audit of the outcome's problem on its device has a finding the verified protocol
+// does not cure.
+bool on_uncured(const Outcome& outcome);
 
 Stats stats_of(const std::vector<const Outcome*>& outcomes);
 
@@ -81,6 +88,24 @@ struct ProtocolGap {
   std::optional<double> geomean_gap;  // none unless both sides have passing candidates
 };
 
+// A problem of the run whose audit on `device` has findings or failed.
+struct AuditedProblem {
+  std::string level;    // as Group::level
+  std::string problem;  // "{number}_{name}", as its file is named
+  std::string device;
+  Audit audit;
+  int candidates = 0;  // the run's candidates with a record on the problem on `device`
+};
+
+// kbv audit on the problems of a run's records, counted per (problem, device), over every record
+// (those left out by exclude_uncured included: the list says what was left out).
+struct ProblemAudits {
+  std::vector<AuditedProblem> flagged;  // by level, problem number, name, device
+  int clean = 0;                        // audited without findings
+  int not_audited = 0;                  // never audited on that device
+  int uncured_candidates = 0;           // candidates with a record on a problem with an uncured finding
+};
+
 struct RunSummary {
   std::string name;
   int candidate_files = 0;
@@ -88,8 +113,12 @@ struct RunSummary {
   std::vector<Failure> failures;
   std::vector<Group> groups;  // all levels first, then by level; verified before kernelbench
   std::vector<ProtocolGap> gaps;
+  ProblemAudits audits;
+  int excluded_candidates = 0;  // left out of groups and gaps by exclude_uncured
 };
 
-std::vector<RunSummary> aggregate(const std::vector<RunResults>& runs);
+// With `exclude_uncured`, the records for which on_uncured() holds are left out of every group and
+// gap, so no number can be inflated by a defect the verified protocol does not cure.
+std::vector<RunSummary> aggregate(const std::vector<RunResults>& runs, bool exclude_uncured);
 
 }  // namespace kbv::report

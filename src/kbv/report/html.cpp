@@ -19,6 +19,7 @@ td:first-child, th:first-child { text-align: left; }
 figure { margin: 1em 0; }
 .note { color: #555; font-size: 13px; }
 .empty { font-style: italic; color: #555; }
+.uncured { font-weight: bold; border-left: 4px solid #c60; padding-left: 0.5em; }
 )css";
 
 void write_table(std::ostream& out, const Table& t) {
@@ -40,11 +41,14 @@ void write_table(std::ostream& out, const Table& t) {
 
 }  // namespace
 
-std::string html_report(const std::string& store, const std::vector<RunSummary>& runs) {
+std::string html_report(const std::string& store, const std::vector<RunSummary>& runs, bool exclude_uncured) {
   std::ostringstream out;
   out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>kbv report</title>\n<style>"
       << kStyle << "</style>\n</head>\n<body>\n<h1>kbv report</h1>\n<p>Store: <code>" << escape_xml(store)
       << "</code>. How each number is computed: docs/report.md in the kbv repository.</p>\n";
+  if (const std::string note = uncured_note(runs, exclude_uncured); !note.empty()) {
+    out << "<p class=\"uncured\">" << escape_xml(note) << "</p>\n";
+  }
   if (runs.empty()) out << "<p class=\"empty\">The store holds no runs.</p>\n";
   out << "<h2>Plots (all levels)</h2>\n";
   for (const std::string& plot : {fast_p_plot(runs), speedup_memory_plot(runs), findings_plot(runs)}) {

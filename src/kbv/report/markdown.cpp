@@ -44,9 +44,10 @@ void write_table(std::ostream& out, const Table& t) {
 
 }  // namespace
 
-std::string markdown_report(const std::string& store, const std::vector<RunSummary>& runs) {
+std::string markdown_report(const std::string& store, const std::vector<RunSummary>& runs, bool exclude_uncured) {
   std::ostringstream out;
   out << "# kbv report\n\nStore: `" << store << "`. How each number is computed: docs/report.md.\n\n";
+  if (const std::string note = uncured_note(runs, exclude_uncured); !note.empty()) out << "**" << note << "**\n\n";
   if (runs.empty()) out << "_The store holds no runs._\n";
   for (const RunSummary& run : runs) {
     out << "## Run " << cell(run.name) << "\n\n" << run_overview(run) << "\n\n";

@@ -1,4 +1,5 @@
-// report.md: the report's tables in Markdown, one section per run.
+// report.md: the report's tables in Markdown, one section per run. `exclude_uncured` says whether
+// `runs` were aggregated without the candidates on problems with an uncured defect (said at the top).
 #pragma once
 
 #include <string>
@@ -8,6 +9,6 @@
 
 namespace kbv::report {
 
-std::string markdown_report(const std::string& store, const std::vector<RunSummary>& runs);
+std::string markdown_report(const std::string& store, const std::vector<RunSummary>& runs, bool exclude_uncured);
 
 }  // namespace kbv::report

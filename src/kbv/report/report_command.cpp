@@ -32,13 +32,13 @@ int run_report(const ReportOptions& options) {
   }
   try {
     const std::string store = fs::absolute(options.db).string();
-    const std::vector<RunSummary> runs = aggregate(read_results(store));
+    const std::vector<RunSummary> runs = aggregate(read_results(store), options.exclude_uncured);
     const fs::path out_dir(options.out_dir);
     fs::create_directories(out_dir);
     const fs::path markdown = out_dir / "report.md", summary = out_dir / "summary.json", html = out_dir / "report.html";
-    write_file(markdown, markdown_report(store, runs));
-    write_file(summary, summary_json(store, runs).dump(2) + "\n");
-    write_file(html, html_report(store, runs));
+    write_file(markdown, markdown_report(store, runs, options.exclude_uncured));
+    write_file(summary, summary_json(store, runs, options.exclude_uncured).dump(2) + "\n");
+    write_file(html, html_report(store, runs, options.exclude_uncured));
     for (const fs::path& written : {markdown, summary, html}) std::cout << "wrote " << written.string() << '\n';
     return 0;
   } catch (const std::exception& error) {  // filesystem_error included: an unusable output folder

@@ -1,14 +1,18 @@
 #include "kbv/report/results.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <type_traits>
+#include <utility>
 
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
+#include <nlohmann/json.hpp>
 
 namespace kbv::report {
 namespace {
@@ -39,6 +43,32 @@ std::vector<Finding> parse_findings(const std::string& text) {
     }
   }
   return findings;
+}
+
+// The audit that applies to each (problem, device): the rows are sorted so that it comes last,
+// those of the problem's current content after the others, later rows after earlier ones. A store
+// written before kbv run audited problems has no audits table: nothing was audited.
+std::map<std::pair<std::int64_t, std::string>, Audit> read_audits(SQLite::Database& db) {
+  std::map<std::pair<std::int64_t, std::string>, Audit> audits;
+  if (!db.tableExists("audits")) return audits;
+  SQLite::Statement rows(db,
+                         "SELECT a.problem_id, a.device, a.findings, a.uncured, a.error FROM audits a "
+                         "JOIN problems p ON p.id = a.problem_id "
+                         "ORDER BY a.problem_id, a.device, a.content_key = p.content_key, a.rowid");
+  while (rows.executeStep()) {
+    // `uncured` is the store's own reading of each finding's cured_by_verified.
+    std::set<std::string> uncured;
+    std::istringstream ids(rows.getColumn(3).getString());
+    for (std::string id; ids >> id;) uncured.insert(id);
+    Audit audit;
+    for (const nlohmann::json& f : nlohmann::json::parse(rows.getColumn(2).getString())) {
+      const std::string id = f.value("id", std::string("?"));
+      audit.findings.push_back({id, uncured.count(id) == 0});
+    }
+    if (!rows.getColumn(4).isNull()) audit.error = rows.getColumn(4).getString();
+    audits[{rows.getColumn(0).getInt64(), rows.getColumn(1).getString()}] = std::move(audit);
+  }
+  return audits;
 }
 
 void check_schema(SQLite::Database& db) {
@@ -85,9 +115,10 @@ std::vector<RunResults> read(SQLite::Database& db) {
          failures.getColumn(4).getString()});
   }
 
+  const auto audits = read_audits(db);
   SQLite::Statement records(db,
                             "SELECT c.run_id, c.id, c.problem_id, p.level, r.protocol, r.device, r.verdict, r.speedup, "
-                            "r.peak_ratio, r.raises_peak, r.findings FROM records r "
+                            "r.peak_ratio, r.raises_peak, r.findings, p.number, p.name FROM records r "
                             "JOIN candidates c ON c.id = r.candidate_id JOIN problems p ON p.id = c.problem_id "
                             "ORDER BY c.run_id, c.id, r.protocol, r.device");
   while (records.executeStep()) {
@@ -102,12 +133,19 @@ std::vector<RunResults> read(SQLite::Database& db) {
     o.peak_ratio = optional_column<double>(records.getColumn(8));
     o.raises_peak = optional_column<bool>(records.getColumn(9));
     o.findings = parse_findings(records.getColumn(10).getString());
+    o.problem_number = optional_column<int>(records.getColumn(11));
+    o.problem_name = records.getColumn(12).getString();
+    if (const auto audit = audits.find({o.problem, o.device}); audit != audits.end()) o.audit = audit->second;
     runs[index.at(records.getColumn(0).getInt64())].outcomes.push_back(std::move(o));
   }
   return runs;
 }
 
 }  // namespace
+
+bool has_uncured(const Audit& audit) {
+  return std::any_of(audit.findings.begin(), audit.findings.end(), [](const AuditFinding& f) { return !f.cured; });
+}
 
 std::vector<RunResults> read_results(const std::string& path) {
   if (!std::filesystem::is_regular_file(path)) throw std::runtime_error("no results store at " + path);

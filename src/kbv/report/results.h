@@ -1,6 +1,6 @@
 // What `kbv report` reads from the results store: one Outcome per record (the store's indexed
-// columns, never the JSON record) and, per run, its files, the files it could not use and the
-// evaluations that failed.
+// columns, never the JSON record) with the audit of its problem, and, per run, its files, the
+// files it could not use and the evaluations that failed.
 #pragma once
 
 #include <cstdint>
@@ -15,11 +15,32 @@ struct Finding {
   std::string severity;  // error | warning
 };
 
+// A defect of a problem that kbv audit found (docs/audit.md lists the ids).
+struct AuditFinding {
+  std::string id;
+  bool cured = false;  // the verified protocol takes away what a cheat would gain from the defect
+};
+
+// kbv audit on a problem's content on one device.
+struct Audit {
+  std::vector<AuditFinding> findings;  // none: audited clean
+  std::string error;                   // not empty: the problem could not be audited
+};
+
+// True when some finding is not cured: a candidate on the problem may pass, or look fast, through
+// the defect even under the verified protocol.
+bool has_uncured(const Audit& audit);
+
 // One record: a candidate evaluated under one protocol on one device.
 struct Outcome {
   std::int64_t candidate = 0;
   std::int64_t problem = 0;
   std::optional<int> level;  // KernelBench level; none for a problem outside a level{L} folder
+  std::optional<int> problem_number;  // the leading {id}_ of the problem's file name
+  std::string problem_name;           // the file name without id and extension
+  // Of the problem on the record's device: the one of the problem's current content, else the
+  // latest; none when it was never audited there.
+  std::optional<Audit> audit;
   std::string protocol, device, verdict;
   std::optional<double> speedup;     // baseline time / candidate time
   std::optional<double> peak_ratio;  // candidate peak / baseline peak

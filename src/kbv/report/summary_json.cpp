@@ -37,7 +37,8 @@ json to_json(const Stats& s) {
             {"raises_peak", s.raises_peak},
             {"raises_peak_share", or_null(s.raises_peak_share)},
             {"median_peak_ratio", or_null(s.median_peak_ratio)}}},
-          {"findings", findings}};
+          {"findings", findings},
+          {"on_uncured_problems", {{"candidates", s.on_uncured}, {"passed", s.passed_on_uncured}}}};
 }
 
 json to_json(const ProtocolGap& g) {
@@ -51,9 +52,27 @@ json to_json(const ProtocolGap& g) {
           {"gap", {{"pass_rate", g.pass_rate_gap}, {"fast_1", g.fast_1_gap}, {"geomean_speedup", or_null(g.geomean_gap)}}}};
 }
 
+json to_json(const ProblemAudits& a) {
+  json problems = json::array();
+  for (const AuditedProblem& p : a.flagged) {
+    json findings = json::array();
+    for (const AuditFinding& f : p.audit.findings) findings.push_back({{"id", f.id}, {"cured_by_verified", f.cured}});
+    problems.push_back({{"level", p.level},
+                        {"problem", p.problem},
+                        {"device", p.device},
+                        {"findings", findings},
+                        {"error", p.audit.error.empty() ? json(nullptr) : json(p.audit.error)},
+                        {"candidates", p.candidates}});
+  }
+  return {{"problems", problems},
+          {"clean", a.clean},
+          {"not_audited", a.not_audited},
+          {"uncured_candidates", a.uncured_candidates}};
+}
+
 }  // namespace
 
-json summary_json(const std::string& store, const std::vector<RunSummary>& runs) {
+json summary_json(const std::string& store, const std::vector<RunSummary>& runs, bool exclude_uncured) {
   json out_runs = json::array();
   for (const RunSummary& run : runs) {
     json groups = json::array();
@@ -77,12 +96,18 @@ json summary_json(const std::string& store, const std::vector<RunSummary>& runs)
                         {"unmatched", unmatched},
                         {"failures", failures},
                         {"groups", groups},
-                        {"protocol_gaps", gaps}});
+                        {"protocol_gaps", gaps},
+                        {"problem_audit", to_json(run.audits)},
+                        {"excluded_candidates", run.excluded_candidates}});
   }
+  int excluded = 0;
+  for (const RunSummary& run : runs) excluded += run.excluded_candidates;
   json thresholds = json::array();
   for (double p : kFastPThresholds) thresholds.push_back(p);
   return {{"kbv_report_version", kSummaryVersion},
           {"store", store},
+          {"exclude_uncured", exclude_uncured},
+          {"excluded_candidates", excluded},
           {"fast_p_thresholds", thresholds},
           {"geomean_ci", {{"method", "percentile bootstrap over passing candidates"},
                           {"confidence", kConfidence},

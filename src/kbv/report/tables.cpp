@@ -22,8 +22,12 @@ std::string ci_cell(const Stats& s) {
 std::string fast_1_cell(const Stats& s) { return percent(s.fast_p[kFast1]); }
 
 Table verdicts(const RunSummary& run) {
-  Table t{"Verdicts", "Records per verdict; several samples per problem are common.",
-          {"level", "protocol", "device", "candidates", "problems"}, {}, "no records"};
+  Table t{"Verdicts",
+          "Records per verdict; several samples per problem are common. On uncured problems: candidates on a problem "
+          "whose audit found a defect the verified protocol does not cure (Problem audit).",
+          {"level", "protocol", "device", "candidates", "problems", "on uncured problems"},
+          {},
+          "no records"};
   std::vector<std::string> names(kVerdicts.begin(), kVerdicts.end());
   for (const Group& g : run.groups) {  // a verdict name this kbv does not know still gets a column
     for (const auto& [verdict, count] : g.stats.verdicts) {
@@ -34,7 +38,7 @@ Table verdicts(const RunSummary& run) {
   t.header.insert(t.header.end(), {"pass rate", "problems with a pass"});
   for (const Group& g : run.groups) {
     std::vector<std::string> row{g.level, g.protocol, g.device, std::to_string(g.stats.candidates),
-                                 std::to_string(g.stats.problems)};
+                                 std::to_string(g.stats.problems), std::to_string(g.stats.on_uncured)};
     for (const std::string& verdict : names) {
       const auto count = g.stats.verdicts.find(verdict);
       row.push_back(std::to_string(count == g.stats.verdicts.end() ? 0 : count->second));
@@ -48,16 +52,16 @@ Table verdicts(const RunSummary& run) {
 Table speed(const RunSummary& run) {
   Table t{"Speed",
           "fast_p: share of all candidates that pass with speedup > p (fast_0: pass rate). Geometric mean over passing "
-          "candidates, 95% bootstrap CI.",
+          "candidates, 95% bootstrap CI. Passing on uncured problems: passes that an uncured defect may have made possible.",
           {"level", "protocol", "device"},
           {},
           "no records"};
   for (double p : kFastPThresholds) t.header.push_back("fast_" + threshold_label(p));
-  t.header.insert(t.header.end(), {"geomean speedup", "95% CI"});
+  t.header.insert(t.header.end(), {"geomean speedup", "95% CI", "passing on uncured problems"});
   for (const Group& g : run.groups) {
     std::vector<std::string> row{g.level, g.protocol, g.device};
     for (double share : g.stats.fast_p) row.push_back(percent(share));
-    row.insert(row.end(), {geomean_cell(g.stats), ci_cell(g.stats)});
+    row.insert(row.end(), {geomean_cell(g.stats), ci_cell(g.stats), std::to_string(g.stats.passed_on_uncured)});
     t.rows.push_back(std::move(row));
   }
   return t;
@@ -107,6 +111,30 @@ Table protocol_gap(const RunSummary& run) {
   return t;
 }
 
+std::string findings_cell(const Audit& audit) {
+  std::string cell;
+  for (const AuditFinding& f : audit.findings) {
+    cell += (cell.empty() ? "" : ", ") + f.id + (f.cured ? " (cured: yes)" : " (cured: NO)");
+  }
+  if (!audit.error.empty()) cell += (cell.empty() ? "" : "; ") + std::string("could not be audited: ") + audit.error;
+  return cell;
+}
+
+Table problem_audit(const RunSummary& run) {
+  const ProblemAudits& a = run.audits;
+  Table t{"Problem audit",
+          "kbv audit's findings on the problems of the run's records, on the records' device (docs/audit.md); cured: "
+          "the verified protocol takes away what a cheat would gain from the defect. Audited clean: " +
+              std::to_string(a.clean) + "; not audited: " + std::to_string(a.not_audited) + ".",
+          {"level", "problem", "device", "findings", "candidates"},
+          {},
+          "no audit findings"};
+  for (const AuditedProblem& p : a.flagged) {
+    t.rows.push_back({p.level, p.problem, p.device, findings_cell(p.audit), std::to_string(p.candidates)});
+  }
+  return t;
+}
+
 Table unmatched(const RunSummary& run) {
   Table t{"Unmatched files", "Files the run found but could not use.", {"path", "reason"}, {}, "none"};
   for (const Unmatched& u : run.unmatched) t.rows.push_back({u.path, u.reason});
@@ -127,13 +155,35 @@ std::string run_overview(const RunSummary& run) {
   for (const Group& g : run.groups) {
     if (g.level == kAllLevels) records += static_cast<std::size_t>(g.stats.candidates);
   }
-  return std::to_string(run.candidate_files) + " candidate files, " + std::to_string(run.unmatched.size()) +
-         " unmatched, " + std::to_string(records) + " records, " + std::to_string(run.failures.size()) +
-         " failed evaluations.";
+  std::string overview = std::to_string(run.candidate_files) + " candidate files, " + std::to_string(run.unmatched.size()) +
+                         " unmatched, " + std::to_string(records) + " records, " + std::to_string(run.failures.size()) +
+                         " failed evaluations.";
+  if (run.audits.uncured_candidates > 0) {
+    overview += " " + std::to_string(run.audits.uncured_candidates) + " candidates on problems with an uncured defect, " +
+                (run.excluded_candidates > 0 ? "left out of every number." : "counted in every number.");
+  }
+  return overview;
+}
+
+std::string uncured_note(const std::vector<RunSummary>& runs, bool exclude_uncured) {
+  int uncured = 0, excluded = 0;
+  for (const RunSummary& run : runs) {
+    uncured += run.audits.uncured_candidates;
+    excluded += run.excluded_candidates;
+  }
+  if (exclude_uncured) {
+    return "Candidates on problems with a defect the verified protocol does not cure are left out of every number: " +
+           std::to_string(excluded) + " candidates excluded (each run's Problem audit lists the problems).";
+  }
+  if (uncured == 0) return "";
+  return std::to_string(uncured) + " candidates are on problems with a defect the verified protocol does not cure " +
+         "(each run's Problem audit lists them); they are counted in every number (kbv report --exclude-uncured leaves "
+         "them out).";
 }
 
 std::vector<Table> run_tables(const RunSummary& run) {
-  return {verdicts(run), speed(run), memory(run), findings(run), protocol_gap(run), unmatched(run), failures(run)};
+  return {problem_audit(run), verdicts(run), speed(run), memory(run), findings(run), protocol_gap(run), unmatched(run),
+          failures(run)};
 }
 
 }  // namespace kbv::report

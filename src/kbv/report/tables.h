@@ -17,10 +17,16 @@ struct Table {
   std::string empty;  // said instead of the table when there are no rows
 };
 
-// "12 candidate files, 2 unmatched, 24 records, 1 failed evaluations."
+// "12 candidate files, 2 unmatched, 24 records, 1 failed evaluations.", and how many candidates
+// are on problems with an uncured defect.
 std::string run_overview(const RunSummary& run);
 
-// Verdicts, speed, memory, findings, verified vs kernelbench, unmatched files, failed evaluations.
+// Said at the top of the report: that candidates on problems with an uncured defect were left out
+// and how many, or how many are counted; empty when there are none and nothing was left out.
+std::string uncured_note(const std::vector<RunSummary>& runs, bool exclude_uncured);
+
+// Problem audit, verdicts, speed, memory, findings, verified vs kernelbench, unmatched files,
+// failed evaluations.
 std::vector<Table> run_tables(const RunSummary& run);
 
 }  // namespace kbv::report
