@@ -83,6 +83,12 @@ TEST(Audit, HugeMemoryIsJudgedAgainstTheStatedShare) {
   fs::remove_all(dir);
 }
 
+TEST(Audit, NoGpuStopsTheAuditAndIsNamed) {
+  const Audit a = audit(kAudit / "problems", "--device cuda");
+  EXPECT_EQ(a.exit_code, 1);
+  EXPECT_NE(a.output.find("no CUDA device"), std::string::npos) << a.output;
+}
+
 TEST(Audit, AFolderWithoutProblemsIsNamed) {
   const fs::path empty = fs::temp_directory_path() / ("kbv_audit_empty_" + std::to_string(getpid()));
   fs::create_directories(empty);

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -156,6 +157,13 @@ TEST_F(RunAndReport, BadInputIsAUsageErrorOrNamed) {
   EXPECT_EQ(finish(start({"run", "--samples", "/nonexistent", "--problems", dir_.string()}, log)), 2);
   EXPECT_EQ(finish(start({"run", "--manifest", (dir_ / "runs/model-a/notes.py").string(), "--db", db_.string()}, log)), 1);
   EXPECT_NE(slurp(log).find("header names no"), std::string::npos) << slurp(log);
+  // No GPU here: the first lane finds none and the run stops, naming it, without failing every candidate.
+  std::vector<std::string> cuda = run_args();
+  *std::find(cuda.begin(), cuda.end(), "cpu") = "cuda";
+  fs::remove(log);
+  EXPECT_EQ(finish(start(cuda, log)), 1);
+  EXPECT_NE(slurp(log).find("no CUDA device"), std::string::npos) << slurp(log);
+  EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM failures"), 0);
   EXPECT_NE(finish(start({"report", "--db", (dir_ / "none.sqlite").string()}, log)), 0);
   EXPECT_FALSE(fs::exists(dir_ / "none.sqlite"));  // a report never creates a store
 }

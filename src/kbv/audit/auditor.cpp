@@ -3,6 +3,7 @@
 #include <chrono>
 #include <random>
 
+#include "kbv/eval/evaluation.h"
 #include "kbv/eval/plan.h"
 
 namespace kbv::audit {
@@ -36,6 +37,7 @@ ProblemAudit audit_one(const AuditRequest& request, const store::ProblemInfo& pr
       audit.findings = judge_audit(audit.families, verified, kernelbench, request.memory_share);
     }
   } catch (const eval::WorkerFailed& failed) {
+    if (failed.kind == "no_device") throw eval::NoDevice(failed.what());
     audit.error = failed.what();
   } catch (const eval::WorkerLost& lost) {
     audit.error = std::string("the reference worker ") + lost.what() + "\n" + reference.log_tail();

@@ -30,6 +30,7 @@ struct AuditRequest {
   std::function<void(const ProblemAudit&)> done = [](const ProblemAudit&) {};
 };
 
+// Throws eval::NoDevice when the device is not there (every problem would fail alike).
 std::vector<ProblemAudit> audit_problems(const AuditRequest& request);
 
 nlohmann::json to_json(const ProblemAudit& audit);

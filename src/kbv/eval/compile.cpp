@@ -44,7 +44,7 @@ std::vector<CompileResult> compile_candidates(const CompileRequest& request) {
       size_t mine;
       {
         std::lock_guard lock(mutex);
-        if (next == request.candidates.size()) return;
+        if (next == request.candidates.size() || request.cancelled()) return;
         mine = next++;
       }
       CompileResult result = compile_one(request, request.candidates[mine]);

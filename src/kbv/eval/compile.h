@@ -26,6 +26,7 @@ struct CompileRequest {
   std::string cache_dir;
   WorkerLaunch launch;
   std::function<void(const CompileResult&)> done = [](const CompileResult&) {};
+  std::function<bool()> cancelled = [] { return false; };  // asked before each build starts
 };
 
 std::vector<CompileResult> compile_candidates(const CompileRequest& request);

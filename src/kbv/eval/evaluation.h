@@ -18,6 +18,12 @@ struct EvalError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The device asked for is not there: no evaluation on it can be carried out (kbv run and kbv
+// audit stop at the first one instead of failing every candidate alike).
+struct NoDevice : EvalError {
+  using EvalError::EvalError;
+};
+
 struct EvalRequest {
   std::string problem, candidate;
   std::string device = "cpu";

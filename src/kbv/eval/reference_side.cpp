@@ -19,7 +19,8 @@ Reply reference_request(WorkerClient& worker, const json& command, double timeou
   try {
     return worker.request(command, Seconds(timeout));
   } catch (const WorkerFailed& failed) {
-    if (failed.kind == "no_device" || failed.kind == "problem_error") throw EvalError(failed.what());
+    if (failed.kind == "no_device") throw NoDevice(failed.what());
+    if (failed.kind == "problem_error") throw EvalError(failed.what());
     throw EvalError("the reference worker failed (" + failed.kind + "): " + failed.what());
   } catch (const WorkerLost& lost) {
     throw_reference_lost(worker, lost);

@@ -1,6 +1,8 @@
 #include "kbv/run/runner.h"
 
+#include <atomic>
 #include <chrono>
+#include <exception>
 #include <cstdio>
 #include <future>
 #include <memory>
@@ -110,6 +112,8 @@ RunTotals run(const RunRequest& request, store::Store& store) {
   compile.launch = request.launch;
   std::mutex build_mutex;
   std::set<std::string> finished;
+  std::atomic<bool> stop_building = false;  // no device: the builds would serve no one
+  compile.cancelled = [&] { return stop_building.load(); };
   compile.done = [&](const eval::CompileResult& result) {
     std::lock_guard lock(build_mutex);
     for (const std::int64_t id : candidate_ids[result.candidate]) store.compiled(id, request.device, result.outcome, result.seconds);
@@ -135,6 +139,7 @@ RunTotals run(const RunRequest& request, store::Store& store) {
   std::mutex mutex;  // guards `next`, `audit_claimed` and the totals
   size_t next = 0;
   std::set<std::string> audit_claimed;  // problems audited (or being audited) by some lane
+  std::exception_ptr no_device;         // set by the first lane to find no device: every lane stops
   // The problem's audit, once per content and device: the report marks problems whose defect the
   // verified protocol does not cure.
   const auto audit_problem = [&](const Pending& p, const eval::WorkerLaunch& launch) {
@@ -177,7 +182,7 @@ RunTotals run(const RunRequest& request, store::Store& store) {
       std::pair<std::string, std::string> key;
       {
         std::lock_guard lock(mutex);
-        if (next == order.size()) return;
+        if (next == order.size() || no_device) return;
         key = order[next++];
       }
       const Group& group = groups.at(key);
@@ -185,7 +190,14 @@ RunTotals run(const RunRequest& request, store::Store& store) {
       std::unique_ptr<eval::ReferenceSide> reference;
       std::int64_t environment = 0;
       std::optional<std::int64_t> baseline;
-      if (request.audit) audit_problem(group.pending.front(), launch);
+      try {
+        if (request.audit) audit_problem(group.pending.front(), launch);
+      } catch (const eval::NoDevice&) {
+        std::lock_guard lock(mutex);
+        no_device = std::current_exception();
+        stop_building = true;
+        return;
+      }
       for (const Pending& p : group.pending) {
         built.at(p.job->candidate.path).wait();
         const auto begun = Clock::now();
@@ -218,6 +230,11 @@ RunTotals run(const RunRequest& request, store::Store& store) {
                                           : std::nullopt);
           }
           store.add_record(p.candidate_id, key.second, request.device, baseline, environment, record);
+        } catch (const eval::NoDevice&) {
+          std::lock_guard lock(mutex);
+          no_device = std::current_exception();
+          stop_building = true;
+          return;
         } catch (const std::exception& error) {  // the problem or the evaluator failed: no record
           failure = error.what();
           store.failure(p.candidate_id, key.second, request.device, failure);
@@ -254,6 +271,7 @@ RunTotals run(const RunRequest& request, store::Store& store) {
   for (std::thread& t : lanes) t.join();
   if (builder.joinable()) builder.join();
   progress.finish();
+  if (no_device) std::rethrow_exception(no_device);
   totals.wall_seconds = std::chrono::duration<double>(Clock::now() - started).count();
   return totals;
 }

@@ -39,6 +39,7 @@ struct RunTotals {
   double build_seconds = 0, evaluate_seconds = 0, wall_seconds = 0;
 };
 
+// Throws eval::NoDevice (after the builds and lanes stop) when the device is not there.
 RunTotals run(const RunRequest& request, store::Store& store);
 
 }  // namespace kbv::run
