@@ -3,7 +3,7 @@ import math
 import torch
 import torch.nn as nn
 
-# Large attention: (4, 16, 2048, 64) queries, keys and values (128 MiB each); the eager reference
+# Large attention: (4, 16, 2048, 64) queries, keys and values (32 MiB each); the eager reference
 # materialises the (4, 16, 2048, 2048) score matrix (1 GiB) twice. 4*B*H*S*S*D ~ 69 GFLOP.
 batch_size = 4
 num_heads = 16
