@@ -206,4 +206,23 @@ TEST(Unverifiable, StochasticReferenceIsNotJudged) {
   EXPECT_NE(r.record["verdict_reason"].get<std::string>().find("stochastic"), std::string::npos);
 }
 
+// The rest of the suite forks its workers from the zygote (the CPU default); these start them
+// afresh, and must be judged the same.
+TEST(WorkerStart, WorkersStartedAfreshGiveTheSameVerdicts) {
+  const auto runs = kbv::testing::kbv_eval_all(
+      {{"honest",
+        {(kExamples / "problems/1_ReLU.py").string(), (kExamples / "candidates/1_ReLU/cpu_honest.py").string(),
+         "--zygote", "off", "--quiet"}},
+       {"identity",
+        {(kExamples / "problems/1_ReLU.py").string(), (kExamples / "candidates/1_ReLU/cpu_identity.py").string(),
+         "--zygote", "off", "--quiet"}}});
+  const json& honest = runs.at("honest").record;
+  const json& identity = runs.at("identity").record;
+  EXPECT_EQ(honest.value("verdict", "?"), "pass") << runs.at("honest").err;
+  EXPECT_TRUE(honest["findings"].empty()) << honest["findings"].dump(1);
+  EXPECT_EQ(identity.value("verdict", "?"), "incorrect") << runs.at("identity").err;
+  ASSERT_EQ(identity["findings"].size(), 1u) << identity["findings"].dump(1);
+  EXPECT_EQ(identity["findings"][0]["id"], "distribution_specific");
+}
+
 }  // namespace

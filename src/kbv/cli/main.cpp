@@ -21,10 +21,35 @@
 #include "kbv/python/interpreter.h"
 #include "kbv/report/report_command.h"
 #include "kbv/worker/worker_main.h"
+#include "kbv/worker/zygote.h"
 
 namespace {
 
 std::string self_executable() { return std::filesystem::canonical("/proc/self/exe").string(); }
+
+// Workers forked from a zygote (worker/zygote.h) or started afresh. auto: the zygote on the CPU;
+// on cuda not until it has run on the H200 (docs/performance.md).
+CLI::Option* add_zygote_option(CLI::App* command, std::string& zygote) {
+  return command
+      ->add_option("--zygote", zygote,
+                   "Fork workers from one process that has imported torch (on), or start each afresh (off); "
+                   "auto: on for cpu, off for cuda (default from KBV_ZYGOTE)")
+      ->envname("KBV_ZYGOTE")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
+}
+
+kbv::eval::WorkerLaunch worker_launch(const std::string& zygote, const std::string& device) {
+  kbv::eval::WorkerLaunch launch{self_executable(), kbv::python::default_python_executable(), {}, nullptr};
+  if (zygote == "on" || (zygote == "auto" && device == "cpu")) {
+    try {
+      launch.zygote = kbv::worker::Zygote::start(launch.executable, launch.python);
+    } catch (const std::exception& failed) {
+      std::cerr << "kbv: no zygote (" << failed.what() << "); starting workers afresh\n";
+    }
+  }
+  return launch;
+}
 
 std::string cache_dir() {
   if (const char* env = std::getenv("KBV_CACHE"); env && *env) return env;
@@ -33,7 +58,7 @@ std::string cache_dir() {
 }
 
 struct EvalOptions {
-  std::string problem, candidate, device = "cpu", protocol = "verified", json_path;
+  std::string problem, candidate, device = "cpu", protocol = "verified", json_path, zygote = "auto";
   double timeout = 120, compile_timeout = 1800;
   bool quiet = false;
 };
@@ -47,7 +72,7 @@ int run_eval(const EvalOptions& options) {
   request.timeout_seconds = options.timeout;
   request.compile_timeout_seconds = options.compile_timeout;
   request.cache_dir = cache_dir();
-  request.launch = {self_executable(), kbv::python::default_python_executable(), {}};
+  request.launch = worker_launch(options.zygote, options.device);
   if (!options.quiet) {
     const auto started = std::chrono::steady_clock::now();
     request.progress = [started](std::string_view stage) {
@@ -70,7 +95,7 @@ int run_eval(const EvalOptions& options) {
 
 struct CompileOptions {
   std::vector<std::string> candidates;
-  std::string device = "cpu";
+  std::string device = "cpu", zygote = "auto";
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   double timeout = 1800;
 };
@@ -83,7 +108,7 @@ int run_compile(const CompileOptions& options) {
   request.jobs = options.jobs;
   request.timeout_seconds = options.timeout;
   request.cache_dir = cache_dir();
-  request.launch = {self_executable(), kbv::python::default_python_executable(), {}};
+  request.launch = worker_launch(options.zygote, options.device);
   size_t finished = 0;
   request.done = [&](const kbv::eval::CompileResult& r) {
     char seconds[32];
@@ -118,6 +143,7 @@ int main(int argc, char** argv) {
   eval_cmd->add_option("--compile-timeout", eval.compile_timeout, "Seconds the candidate's import (and build) may take")
       ->capture_default_str();
   eval_cmd->add_flag("--quiet", eval.quiet, "No progress lines on stderr");
+  add_zygote_option(eval_cmd, eval.zygote);
 
   CompileOptions compile;
   CLI::App* compile_cmd = app.add_subcommand("compile", "Build candidates' kernels ahead of evaluation, in parallel");
@@ -125,9 +151,12 @@ int main(int argc, char** argv) {
   compile_cmd->add_option("--device", compile.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   compile_cmd->add_option("-j,--jobs", compile.jobs, "Builds at a time")->check(CLI::PositiveNumber)->capture_default_str();
   compile_cmd->add_option("--timeout", compile.timeout, "Seconds one build may take")->capture_default_str();
+  add_zygote_option(compile_cmd, compile.zygote);
 
   kbv::cli::RunOptions run;
   CLI::App* run_cmd = kbv::cli::add_run_command(app, run);
+  std::string run_zygote = "auto";
+  add_zygote_option(run_cmd, run_zygote);
 
   kbv::report::ReportOptions report;
   report.out_dir = "report";
@@ -139,11 +168,13 @@ int main(int argc, char** argv) {
 
   kbv::cli::AuditOptions audit;
   CLI::App* audit_cmd = kbv::cli::add_audit_command(app, audit);
+  std::string audit_zygote = "auto";
+  add_zygote_option(audit_cmd, audit_zygote);
 
   std::string role, python;
-  CLI::App* worker_cmd = app.add_subcommand("worker", "(internal) a reference or candidate worker process");
+  CLI::App* worker_cmd = app.add_subcommand("worker", "(internal) a reference, candidate or zygote worker process");
   worker_cmd->group("");  // hidden from help
-  worker_cmd->add_option("--role", role)->required()->check(CLI::IsMember({"reference", "candidate"}));
+  worker_cmd->add_option("--role", role)->required()->check(CLI::IsMember({"reference", "candidate", "zygote"}));
   worker_cmd->add_option("--python", python)->required();
 
   try {
@@ -156,11 +187,12 @@ int main(int argc, char** argv) {
     if (*eval_cmd) return run_eval(eval);
     if (*compile_cmd) return run_compile(compile);
     if (*run_cmd) {
-      return kbv::cli::run_command(run, cache_dir(), {self_executable(), kbv::python::default_python_executable(), {}});
+      return kbv::cli::run_command(run, cache_dir(), worker_launch(run_zygote, run.device));
     }
     if (*report_cmd) return kbv::report::run_report(report);
-    if (*audit_cmd) return kbv::cli::audit_command(audit, {self_executable(), kbv::python::default_python_executable(), {}});
+    if (*audit_cmd) return kbv::cli::audit_command(audit, worker_launch(audit_zygote, audit.device));
     if (*worker_cmd) {
+      if (role == "zygote") return kbv::worker::run_zygote(python);
       return kbv::worker::run_worker(role == "reference" ? kbv::worker::Role::reference : kbv::worker::Role::candidate,
                                      python);
     }

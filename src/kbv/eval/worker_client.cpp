@@ -1,12 +1,31 @@
 #include "kbv/eval/worker_client.h"
 
+#include <iostream>
+#include <mutex>
+
 #include "kbv/worker/tensor_codec.h"
 
 namespace kbv::eval {
 
-WorkerClient::WorkerClient(const std::string& role, const WorkerLaunch& launch)
-    : process_(worker::WorkerProcess::start({launch.executable, "worker", "--role", role, "--python", launch.python},
-                                            launch.environment)) {}
+namespace {
+
+worker::WorkerProcess start_worker(const std::string& role, const WorkerLaunch& launch) {
+  if (launch.zygote) {
+    try {
+      return launch.zygote->spawn(role, launch.environment);
+    } catch (const worker::ZygoteFailed& failed) {
+      // The worker is still owed: started afresh, slower. Said once, the rest of the run alike.
+      static std::once_flag said;
+      std::call_once(said, [&] { std::cerr << "kbv: " << failed.what() << "; starting workers afresh\n"; });
+    }
+  }
+  return worker::WorkerProcess::start({launch.executable, "worker", "--role", role, "--python", launch.python},
+                                      launch.environment);
+}
+
+}  // namespace
+
+WorkerClient::WorkerClient(const std::string& role, const WorkerLaunch& launch) : process_(start_worker(role, launch)) {}
 
 Reply WorkerClient::request(const nlohmann::json& command, std::chrono::duration<double> timeout) {
   const auto deadline =

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kbv/worker/worker_process.h"
+#include "kbv/worker/zygote.h"
 
 namespace kbv::eval {
 
@@ -37,6 +39,8 @@ struct WorkerLaunch {
   std::string executable;  // the kbv binary itself
   std::string python;      // interpreter to embed
   std::vector<std::pair<std::string, std::string>> environment;
+  // When set, workers are forked from it instead of started afresh (worker/zygote.h).
+  std::shared_ptr<worker::Zygote> zygote;
 };
 
 class WorkerClient {

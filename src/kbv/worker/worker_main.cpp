@@ -134,6 +134,10 @@ std::string untyped_failure_kind(Role role, const std::string& text) {
 int run_worker(Role role, const std::string& python_executable) {
   measure::install_counting_cpu_allocator();
   python::start_interpreter(python_executable);
+  return serve_worker(role);
+}
+
+int serve_worker(Role role) {
   Channel channel = open_worker_channel();
   Session session(role);
   for (;;) {

@@ -10,4 +10,7 @@ namespace kbv::worker {
 // Serves commands from the parent on the channel fds until told to exit; returns the exit code.
 int run_worker(Role role, const std::string& python_executable);
 
+// The same loop in a process whose interpreter is already started (a worker forked by the zygote).
+int serve_worker(Role role);
+
 }  // namespace kbv::worker

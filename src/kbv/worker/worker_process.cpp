@@ -35,14 +35,31 @@ Pipe make_pipe() {
   return {UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
-// Moves a child-side fd to a number >= 5, so the child's dup2 calls onto 0..4 can never overwrite
+// Moves a child-side fd above kInheritedFd, so the child's dup2 calls onto 0..5 can never overwrite
 // the source of a later dup2, and never find source == target (which would keep O_CLOEXEC set).
-UniqueFd above_std_fds(UniqueFd fd) { return UniqueFd(KBV_SYSCALL(fcntl(fd.get(), F_DUPFD_CLOEXEC, 5))); }
+UniqueFd above_std_fds(UniqueFd fd) { return UniqueFd(KBV_SYSCALL(fcntl(fd.get(), F_DUPFD_CLOEXEC, kInheritedFd + 1))); }
+
 
 void set_nonblocking(int fd) {
   const int flags = KBV_SYSCALL(fcntl(fd, F_GETFL));
   KBV_SYSCALL(fcntl(fd, F_SETFL, flags | O_NONBLOCK));
 }
+
+// A worker's three pipes. Big tensors cross them: 1 MiB buffers (the unprivileged maximum) cut
+// syscalls 16-fold (best effort: a user over its pipe-buffer quota keeps the 64 KiB default). The
+// parent's ends never block (its waits are polls with deadlines); O_NONBLOCK belongs to these open
+// file descriptions only, the child's ends stay blocking.
+struct WorkerPipes {
+  Pipe command = make_pipe(), result = make_pipe(), log = make_pipe();
+  int log_capacity = 0;
+  WorkerPipes() {
+    for (const Pipe* p : {&command, &result, &log}) fcntl(p->read.get(), F_SETPIPE_SZ, 1 << 20);
+    log_capacity = std::max(KBV_SYSCALL(fcntl(log.read.get(), F_GETPIPE_SZ)), 4096);
+    set_nonblocking(command.write.get());
+    set_nonblocking(result.read.get());
+    set_nonblocking(log.read.get());
+  }
+};
 
 int poll_timeout_ms(Clock::time_point now, Clock::time_point deadline) {
   if (deadline == Clock::time_point::max()) return -1;
@@ -76,7 +93,7 @@ struct ChildPlan {
   const char* path;
   char* const* argv;
   char* const* envp;
-  int stdin_fd, log_fd, command_fd, result_fd, error_fd;
+  int stdin_fd, log_fd, command_fd, result_fd, error_fd, inherited_fd;
   pid_t parent;
   int max_fd;
 };
@@ -111,12 +128,14 @@ struct ChildFailure {
   setrlimit(RLIMIT_CORE, &no_core);
 
   if (dup2(plan.stdin_fd, 0) == -1 || dup2(plan.log_fd, 1) == -1 || dup2(plan.log_fd, 2) == -1 ||
-      dup2(plan.command_fd, kCommandFd) == -1 || dup2(plan.result_fd, kResultFd) == -1)
+      dup2(plan.command_fd, kCommandFd) == -1 || dup2(plan.result_fd, kResultFd) == -1 ||
+      (plan.inherited_fd >= 0 && dup2(plan.inherited_fd, kInheritedFd) == -1))
     child_fail(plan.error_fd, kDup2);
   // Close every inherited fd above the channel at exec, whoever opened it (libraries do not all use
   // O_CLOEXEC). The error pipe must survive until exec, so mark rather than close.
-  if (close_range(kResultFd + 1, ~0u, CLOSE_RANGE_CLOEXEC) == -1) {
-    for (int fd = kResultFd + 1; fd < plan.max_fd; ++fd)
+  const int first_closed = plan.inherited_fd >= 0 ? kInheritedFd + 1 : kResultFd + 1;
+  if (close_range(first_closed, ~0u, CLOSE_RANGE_CLOEXEC) == -1) {
+    for (int fd = first_closed; fd < plan.max_fd; ++fd)
       if (fd != plan.error_fd) close(fd);
   }
   sigset_t none;
@@ -145,7 +164,7 @@ std::string ExitStatus::describe() const {
 
 WorkerProcess WorkerProcess::start(const std::vector<std::string>& argv,
                                    const std::vector<std::pair<std::string, std::string>>& env_overrides,
-                                   std::size_t log_tail_bytes) {
+                                   std::size_t log_tail_bytes, int inherited_fd) {
   if (argv.empty() || argv[0].empty() || argv[0][0] != '/')
     throw std::invalid_argument("WorkerProcess::start: argv[0] must be an absolute path");
   std::vector<std::string> arg_strings = argv;
@@ -153,27 +172,21 @@ WorkerProcess WorkerProcess::start(const std::vector<std::string>& argv,
   const std::vector<char*> args = c_strings(arg_strings);
   const std::vector<char*> env = c_strings(env_strings);
 
-  Pipe command = make_pipe(), result = make_pipe(), log = make_pipe(), error = make_pipe();
-  // Big tensors cross these pipes: 1 MiB buffers (the unprivileged maximum) cut syscalls 16-fold.
-  // Best effort: a user over its pipe-buffer quota keeps the 64 KiB default.
-  for (const Pipe* p : {&command, &result, &log}) fcntl(p->read.get(), F_SETPIPE_SZ, 1 << 20);
-  const int log_capacity = std::max(KBV_SYSCALL(fcntl(log.read.get(), F_GETPIPE_SZ)), 4096);
-  // The parent's ends never block (its waits are polls with deadlines). O_NONBLOCK belongs to these
-  // open file descriptions only; the child's ends stay blocking.
-  set_nonblocking(command.write.get());
-  set_nonblocking(result.read.get());
-  set_nonblocking(log.read.get());
+  WorkerPipes pipes;
+  Pipe &command = pipes.command, &result = pipes.result, &log = pipes.log, error = make_pipe();
 
   UniqueFd child_stdin = above_std_fds(UniqueFd(KBV_SYSCALL(open("/dev/null", O_RDONLY | O_CLOEXEC))));
   UniqueFd child_log = above_std_fds(std::move(log.write));
   UniqueFd child_command = above_std_fds(std::move(command.read));
   UniqueFd child_result = above_std_fds(std::move(result.write));
   UniqueFd child_error = above_std_fds(std::move(error.write));
+  UniqueFd child_inherited;
+  if (inherited_fd >= 0) child_inherited = UniqueFd(KBV_SYSCALL(fcntl(inherited_fd, F_DUPFD_CLOEXEC, kInheritedFd + 1)));
   rlimit files{};
   KBV_SYSCALL(getrlimit(RLIMIT_NOFILE, &files));
   // Everything that can fail is done by now: after fork the child must end up owned by a WorkerProcess.
   const ChildPlan plan{args[0], args.data(), env.data(), child_stdin.get(), child_log.get(),
-                       child_command.get(), child_result.get(), child_error.get(), getpid(),
+                       child_command.get(), child_result.get(), child_error.get(), child_inherited.get(), getpid(),
                        static_cast<int>(std::min<rlim_t>(files.rlim_cur, 1 << 20))};
 
   // Signals stay blocked across fork until the child has reset its dispositions: a handler of the
@@ -200,8 +213,22 @@ WorkerProcess WorkerProcess::start(const std::vector<std::string>& argv,
 
   WorkerProcess process(pid, Channel(result.read.release(), command.write.release()), std::move(log.read),
                         log_tail_bytes);
-  process.log_drain_budget_ = 2 * static_cast<std::size_t>(log_capacity);
+  process.log_drain_budget_ = 2 * static_cast<std::size_t>(pipes.log_capacity);
   return process;
+}
+
+WorkerProcess WorkerProcess::prepare(ChildEnds& child, std::size_t log_tail_bytes) {
+  WorkerPipes pipes;
+  child = {std::move(pipes.command.read), std::move(pipes.result.write), std::move(pipes.log.write)};
+  WorkerProcess process(-1, Channel(pipes.result.read.release(), pipes.command.write.release()),
+                        std::move(pipes.log.read), log_tail_bytes);
+  process.log_drain_budget_ = 2 * static_cast<std::size_t>(pipes.log_capacity);
+  return process;
+}
+
+void WorkerProcess::attach(pid_t pid) {
+  if (pid_ > 0) throw std::logic_error("WorkerProcess::attach: already has a process");
+  pid_ = pid;
 }
 
 WorkerProcess::WorkerProcess(pid_t pid, Channel channel, UniqueFd log, std::size_t log_tail_bytes)
@@ -322,6 +349,10 @@ ExitStatus WorkerProcess::wait() {
     detail::throw_syscall_error(errno, "waitpid(pid_, &status, 0)", __FILE__, __LINE__);
   reaped_ = true;
   exit_status_ = WIFSIGNALED(status) ? ExitStatus{true, WTERMSIG(status)} : ExitStatus{false, WEXITSTATUS(status)};
+  // Descendants in its group that this process adopted (as a subreaper) and that are dead by now:
+  // reaped, not left as zombies for the rest of a long run.
+  while (waitpid(-pid_, &status, WNOHANG) > 0) {
+  }
   drain_log();
   return exit_status_;
 }

@@ -20,6 +20,9 @@ namespace kbv::worker {
 
 // WorkerProcess::send did not get the whole frame into the pipe before its deadline: the child is
 // not reading its commands (hung). The frame is abandoned; the worker should be killed.
+// The fd at which a child started with an inherited fd finds it.
+inline constexpr int kInheritedFd = 5;
+
 class ChannelTimeout : public std::runtime_error {
   using runtime_error::runtime_error;
 };
@@ -53,9 +56,19 @@ class WorkerProcess {
   //    or a long-lived pool thread);
   //  - RLIMIT_CORE = 0: a crashing worker with gigabytes mapped must not spend minutes dumping core.
   // Throws std::system_error if a pipe or fork fails or the child cannot exec (errno from execve).
+  // `inherited_fd` (when >= 0) is also given to the child, as fd kInheritedFd (the zygote's socket).
   static WorkerProcess start(const std::vector<std::string>& argv,
                              const std::vector<std::pair<std::string, std::string>>& env_overrides,
-                             std::size_t log_tail_bytes = 64 * 1024);
+                             std::size_t log_tail_bytes = 64 * 1024, int inherited_fd = -1);
+
+  // For a worker that another process forks (worker/zygote.h): the pipes, with the parent's ends in
+  // the returned handle and the child's ends (command read, result write, log write) in `child`.
+  // attach() then names the child, which must be a child of this process (a subreaper) by then.
+  struct ChildEnds {
+    UniqueFd command, result, log;
+  };
+  static WorkerProcess prepare(ChildEnds& child, std::size_t log_tail_bytes = 64 * 1024);
+  void attach(pid_t pid);
 
   // Writes one frame, draining the log pipe meanwhile (a child blocked on a full log pipe would
   // otherwise never read its command). Throws ChannelClosed if the child is gone, ChannelTimeout if
@@ -73,8 +86,9 @@ class WorkerProcess {
   void kill();  // SIGKILL to the process group; idempotent, a no-op once reaped
 
   // Waits for the child to exit (call it after closed or kill()), then SIGKILLs whatever is left in
-  // its process group (descendants it left running) and reaps it; drains the log that is already
-  // there. Idempotent. Descendants that left the group (setsid) are out of reach: sandboxing the
+  // its process group (descendants it left running) and reaps it, and those of them that were
+  // reparented to this process (a subreaper) and have died; drains the log that is already there.
+  // Idempotent. Descendants that left the group (setsid) are out of reach: sandboxing the
   // candidate worker (PID namespace) is a separate layer.
   ExitStatus wait();
 

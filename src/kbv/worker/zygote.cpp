@@ -1,0 +1,104 @@
+// The parent's side of the zygote (zygote.h); the zygote's own side is zygote_main.cpp.
+#include "kbv/worker/zygote.h"
+
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#include "kbv/common/syscall.h"
+
+namespace kbv::worker {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Clock::time_point deadline_after(std::chrono::duration<double> timeout) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout);
+}
+
+// One datagram from the zygote, or nullopt-like empty json with `error` set.
+nlohmann::json receive_reply(int socket, Clock::time_point deadline, const std::string& what) {
+  for (;;) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    pollfd fd{socket, POLLIN, 0};
+    const int ready = poll(&fd, 1, static_cast<int>(std::clamp<long long>(left, 0, INT_MAX)));
+    if (ready == -1 && errno == EINTR) continue;
+    if (ready == -1) detail::throw_syscall_error(errno, "poll(zygote socket)", __FILE__, __LINE__);
+    if (ready == 0) throw ZygoteFailed("the zygote did not answer '" + what + "' in time");
+    char buffer[4096];
+    const ssize_t n = recv(socket, buffer, sizeof buffer, 0);
+    if (n == -1 && errno == EINTR) continue;
+    if (n <= 0) throw ZygoteFailed("the zygote is gone (during '" + what + "')");
+    nlohmann::json reply = nlohmann::json::parse(std::string(buffer, static_cast<std::size_t>(n)), nullptr, false);
+    if (reply.is_discarded() || !reply.is_object()) throw ZygoteFailed("the zygote sent a malformed reply");
+    if (reply.contains("error")) throw ZygoteFailed("the zygote could not " + what + ": " + reply["error"].get<std::string>());
+    return reply;
+  }
+}
+
+void send_with_fds(int socket, const std::string& text, const int (&fds)[3]) {
+  iovec data{const_cast<char*>(text.data()), text.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)];
+  std::memset(control, 0, sizeof control);
+  msghdr message{};
+  message.msg_iov = &data;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
+  cmsghdr* header = CMSG_FIRSTHDR(&message);
+  header->cmsg_level = SOL_SOCKET;
+  header->cmsg_type = SCM_RIGHTS;
+  header->cmsg_len = CMSG_LEN(sizeof fds);
+  std::memcpy(CMSG_DATA(header), fds, sizeof fds);
+  ssize_t sent;
+  while ((sent = sendmsg(socket, &message, MSG_NOSIGNAL)) == -1 && errno == EINTR) {
+  }
+  if (sent == -1) throw ZygoteFailed(std::string("cannot reach the zygote: ") + std::strerror(errno));
+}
+
+}  // namespace
+
+std::shared_ptr<Zygote> Zygote::start(const std::string& executable, const std::string& python,
+                                      std::chrono::duration<double> timeout) {
+  // Each worker's intermediate parent exits at once; the worker must come to us, not to init.
+  KBV_SYSCALL(prctl(PR_SET_CHILD_SUBREAPER, 1));
+  int pair[2];
+  KBV_SYSCALL(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair));
+  UniqueFd ours(pair[0]), theirs(pair[1]);
+  WorkerProcess process =
+      WorkerProcess::start({executable, "worker", "--role", "zygote", "--python", python}, {}, 64 * 1024, theirs.get());
+  theirs.reset();  // else a dead zygote would never read as EOF
+  try {
+    receive_reply(ours.get(), deadline_after(timeout), "start");
+  } catch (const ZygoteFailed& failed) {
+    process.kill();
+    process.wait();
+    throw ZygoteFailed(std::string(failed.what()) + "; its output: " + process.log_tail());
+  }
+  return std::make_shared<Zygote>(std::move(process), std::move(ours));
+}
+
+WorkerProcess Zygote::spawn(const std::string& role, const std::vector<std::pair<std::string, std::string>>& environment,
+                            std::chrono::duration<double> timeout) {
+  WorkerProcess::ChildEnds child;
+  WorkerProcess process = WorkerProcess::prepare(child);
+  nlohmann::json request = {{"role", role}, {"environment", nlohmann::json::array()}};
+  for (const auto& [name, value] : environment) request["environment"].push_back({name, value});
+  const int fds[3] = {child.command.get(), child.result.get(), child.log.get()};
+  std::lock_guard lock(mutex_);
+  send_with_fds(socket_.get(), request.dump(), fds);
+  child = {};  // the worker holds them now; ours would keep its pipes from ever reading EOF
+  const nlohmann::json reply = receive_reply(socket_.get(), deadline_after(timeout), "fork a " + role + " worker");
+  process.attach(reply.at("pid").get<pid_t>());
+  return process;
+}
+
+}  // namespace kbv::worker

@@ -1,0 +1,60 @@
+// A worker started once, with Python and torch imported, that forks every reference and candidate
+// worker afterwards: a fork costs milliseconds where a fresh process spends seconds starting the
+// interpreter and importing torch. The zygote runs no problem or candidate code, and touches no
+// GPU (a CUDA context does not survive fork): each forked worker starts its own.
+//
+// How a worker is made: the parent creates the worker's pipes (WorkerProcess::prepare) and sends
+// their child ends over a socket to the zygote; the zygote forks an intermediate process that
+// forks the worker and exits at once, so the worker is re-parented to this process (a child
+// subreaper) and becomes its child like any started one: WorkerProcess waits, kills its group and
+// reaps it as usual. Before it serves, the worker waits for that re-parenting, arms
+// PR_SET_PDEATHSIG and applies its environment.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kbv/worker/worker_process.h"
+
+namespace kbv::worker {
+
+// The zygote could not make a worker (it is gone, or did not answer in time); `what()` says why.
+struct ZygoteFailed : std::runtime_error {
+  using runtime_error::runtime_error;
+};
+
+class Zygote {
+ public:
+  // Starts `executable worker --role zygote --python python` and waits up to `timeout` until it has
+  // imported torch. Makes this process a child subreaper (PR_SET_CHILD_SUBREAPER), for good. Like
+  // WorkerProcess::start, call it from a thread that outlives the zygote and its workers. Throws
+  // ZygoteFailed.
+  static std::shared_ptr<Zygote> start(const std::string& executable, const std::string& python,
+                                       std::chrono::duration<double> timeout = std::chrono::seconds(300));
+
+  // A worker of `role` ("reference" or "candidate") with `environment` set over the zygote's (which
+  // is this process's at start()). Thread-safe: one spawn at a time. Throws ZygoteFailed.
+  WorkerProcess spawn(const std::string& role, const std::vector<std::pair<std::string, std::string>>& environment,
+                      std::chrono::duration<double> timeout = std::chrono::seconds(60));
+
+  std::string log_tail() const { return process_.log_tail(); }
+
+  Zygote(WorkerProcess process, UniqueFd socket) : process_(std::move(process)), socket_(std::move(socket)) {}
+
+ private:
+  std::mutex mutex_;
+  WorkerProcess process_;
+  UniqueFd socket_;  // SOCK_SEQPACKET: one request (JSON + three fds), one reply (JSON) each
+};
+
+// The zygote's side, `kbv worker --role zygote`: starts the interpreter, then forks a worker for
+// every request on kInheritedFd until the parent closes it. Returns in the zygote (exit code);
+// a forked worker never returns from it.
+int run_zygote(const std::string& python_executable);
+
+}  // namespace kbv::worker

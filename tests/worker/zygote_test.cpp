@@ -1,0 +1,124 @@
+// The zygote of the real kbv binary (Python and torch imported once) forking real reference
+// workers: each is this process's child (waited, killed, reaped like a started one), gets its own
+// environment, and serves the worker protocol.
+#include "kbv/worker/zygote.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <unistd.h>
+
+#include "kbv/protocol/protocol.h"
+
+namespace kbv::worker {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+std::shared_ptr<Zygote> shared_zygote() {
+  static std::shared_ptr<Zygote> zygote = Zygote::start(KBV_BINARY, KBV_PYTHON);
+  return zygote;
+}
+
+nlohmann::json request(WorkerProcess& worker, const nlohmann::json& command) {
+  worker.send(command, {}, std::chrono::steady_clock::now() + 60s);
+  Received received = worker.receive(std::chrono::steady_clock::now() + 60s);
+  EXPECT_EQ(received.status, Received::Status::message) << received.error << "\n" << worker.log_tail();
+  return received.message.header;
+}
+
+// A problem whose import writes what the worker sees of itself: its parent, an environment
+// variable through Python and through C, and the pid of the process, for the test to read.
+fs::path write_probe_problem(const fs::path& dir) {
+  fs::create_directories(dir);
+  const fs::path problem = dir / "probe_problem.py";
+  std::ofstream(problem) << R"(import ctypes, os, torch
+libc = ctypes.CDLL(None)
+libc.getenv.restype = ctypes.c_char_p
+with open(os.environ["KBV_TEST_OUT"], "w") as out:
+    out.write(f"{os.getppid()} {os.getpid()} {os.environ['KBV_TEST_VALUE']} {libc.getenv(b'KBV_TEST_VALUE').decode()}")
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return x + 1
+
+def get_inputs():
+    return [torch.rand(4)]
+
+def get_init_inputs():
+    return []
+)";
+  return problem;
+}
+
+fs::path scratch(const std::string& name) {
+  return fs::temp_directory_path() / ("kbv_zygote_test_" + std::to_string(getpid())) / name;
+}
+
+TEST(Zygote, ForkedWorkerIsOurChildWithItsOwnEnvironmentAndServes) {
+  const fs::path dir = scratch("serve");
+  const fs::path problem = write_probe_problem(dir);
+  const fs::path out = dir / "seen.txt";
+  WorkerProcess worker =
+      shared_zygote()->spawn("reference", {{"KBV_TEST_OUT", out.string()}, {"KBV_TEST_VALUE", "lane-7"}});
+  const nlohmann::json loaded = request(worker, {{"cmd", "load"},
+                                                 {"problem", problem.string()},
+                                                 {"device", "cpu"},
+                                                 {"protocol", protocol::to_json(protocol::preset("verified"))}});
+  ASSERT_EQ(loaded.value("status", ""), "ok") << loaded.dump();
+  std::ifstream seen(out);
+  long parent = 0, self = 0;
+  std::string python_value, c_value;
+  seen >> parent >> self >> python_value >> c_value;
+  EXPECT_EQ(parent, getpid()) << "the worker was not re-parented to this process";
+  EXPECT_EQ(self, worker.pid());
+  EXPECT_EQ(python_value, "lane-7");
+  EXPECT_EQ(c_value, "lane-7");
+  EXPECT_EQ(request(worker, {{"cmd", "exit"}}).value("status", ""), "ok");
+  const ExitStatus status = worker.wait();
+  EXPECT_FALSE(status.signaled);
+  EXPECT_EQ(status.code, 0);
+  fs::remove_all(dir.parent_path());
+}
+
+TEST(Zygote, KillTakesDownAForkedWorker) {
+  WorkerProcess worker = shared_zygote()->spawn("candidate", {});
+  worker.kill();
+  const ExitStatus status = worker.wait();
+  EXPECT_TRUE(status.signaled);
+  EXPECT_EQ(status.code, SIGKILL);
+}
+
+TEST(Zygote, SpawnsFromManyThreadsAtOnce) {
+  std::vector<std::thread> threads;
+  std::vector<int> codes(6, -1);
+  for (std::size_t i = 0; i < codes.size(); ++i) {
+    threads.emplace_back([&, i] {
+      WorkerProcess worker = shared_zygote()->spawn(i % 2 ? "candidate" : "reference", {});
+      worker.send({{"cmd", "exit"}}, {}, std::chrono::steady_clock::now() + 60s);
+      worker.receive(std::chrono::steady_clock::now() + 60s);
+      codes[i] = worker.wait().code;
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int code : codes) EXPECT_EQ(code, 0);
+}
+
+TEST(Zygote, ItsStartFailureIsNamedWithItsOutput) {
+  try {
+    Zygote::start(KBV_BINARY, "/nonexistent/python3", 60s);
+    FAIL() << "a zygote without an interpreter started";
+  } catch (const ZygoteFailed& failed) {
+    EXPECT_NE(std::string(failed.what()).find("/nonexistent/python3"), std::string::npos) << failed.what();
+  }
+}
+
+}  // namespace
+}  // namespace kbv::worker
