@@ -94,10 +94,18 @@ WorkerProcess Zygote::spawn(const std::string& role, const std::vector<std::pair
   for (const auto& [name, value] : environment) request["environment"].push_back({name, value});
   const int fds[3] = {child.command.get(), child.result.get(), child.log.get()};
   std::lock_guard lock(mutex_);
-  send_with_fds(socket_.get(), request.dump(), fds);
-  child = {};  // the worker holds them now; ours would keep its pipes from ever reading EOF
-  const nlohmann::json reply = receive_reply(socket_.get(), deadline_after(timeout), "fork a " + role + " worker");
-  process.attach(reply.at("pid").get<pid_t>());
+  if (broken_) throw ZygoteFailed("the zygote failed earlier: " + broken_reason_);
+  try {
+    send_with_fds(socket_.get(), request.dump(), fds);
+    child = {};  // the worker holds them now; ours would keep its pipes from ever reading EOF
+    const nlohmann::json reply = receive_reply(socket_.get(), deadline_after(timeout), "fork a " + role + " worker");
+    process.attach(reply.at("pid").get<pid_t>());
+  } catch (const ZygoteFailed& failed) {
+    // A late reply would be taken for the next request's: no request goes out any more.
+    broken_ = true;
+    broken_reason_ = failed.what();
+    throw;
+  }
   return process;
 }
 

@@ -48,6 +48,8 @@ class Zygote {
 
  private:
   std::mutex mutex_;
+  bool broken_ = false;  // a request failed: the socket's replies can no longer be matched
+  std::string broken_reason_;
   WorkerProcess process_;
   UniqueFd socket_;  // SOCK_SEQPACKET: one request (JSON + three fds), one reply (JSON) each
 };

@@ -96,8 +96,16 @@ Request receive_request() {
     _exit(127);
   }
   const std::string role = spec.at("role");
+  int code = 1;
+  try {  // nothing may unwind back into the zygote's loop, which this process still has on its stack
+    code = serve_worker(role == "reference" ? Role::reference : Role::candidate);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "kbv: internal error: %s\n", error.what());
+  } catch (...) {
+    std::fprintf(stderr, "kbv: internal error: an exception that is not a std::exception\n");
+  }
   std::fflush(nullptr);
-  _exit(serve_worker(role == "reference" ? Role::reference : Role::candidate));
+  _exit(code);
 }
 
 }  // namespace
