@@ -39,7 +39,6 @@ Pipe make_pipe() {
 // the source of a later dup2, and never find source == target (which would keep O_CLOEXEC set).
 UniqueFd above_std_fds(UniqueFd fd) { return UniqueFd(KBV_SYSCALL(fcntl(fd.get(), F_DUPFD_CLOEXEC, kInheritedFd + 1))); }
 
-
 void set_nonblocking(int fd) {
   const int flags = KBV_SYSCALL(fcntl(fd, F_GETFL));
   KBV_SYSCALL(fcntl(fd, F_SETFL, flags | O_NONBLOCK));
