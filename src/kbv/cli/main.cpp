@@ -33,7 +33,7 @@ CLI::Option* add_zygote_option(CLI::App* command, std::string& zygote) {
   return command
       ->add_option("--zygote", zygote,
                    "Fork workers from one process that has imported torch (on), or start each afresh (off); "
-                   "auto: on for cpu, off for cuda (default from KBV_ZYGOTE)")
+                   "auto: on for cpu, off for cuda")
       ->envname("KBV_ZYGOTE")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
@@ -58,12 +58,12 @@ std::string cache_dir() {
 }
 
 struct EvalOptions {
-  std::string problem, candidate, device = "cpu", protocol = "verified", json_path, zygote = "auto";
+  std::string problem, candidate, device = "cpu", protocol = "verified", json_path;
   double timeout = 120, compile_timeout = 1800;
   bool quiet = false;
 };
 
-int run_eval(const EvalOptions& options) {
+int run_eval(const EvalOptions& options, const std::string& zygote) {
   kbv::eval::EvalRequest request;
   request.problem = std::filesystem::absolute(options.problem).string();
   request.candidate = std::filesystem::absolute(options.candidate).string();
@@ -72,7 +72,7 @@ int run_eval(const EvalOptions& options) {
   request.timeout_seconds = options.timeout;
   request.compile_timeout_seconds = options.compile_timeout;
   request.cache_dir = cache_dir();
-  request.launch = worker_launch(options.zygote, options.device);
+  request.launch = worker_launch(zygote, options.device);
   if (!options.quiet) {
     const auto started = std::chrono::steady_clock::now();
     request.progress = [started](std::string_view stage) {
@@ -95,20 +95,20 @@ int run_eval(const EvalOptions& options) {
 
 struct CompileOptions {
   std::vector<std::string> candidates;
-  std::string device = "cpu", zygote = "auto";
+  std::string device = "cpu";
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   double timeout = 1800;
 };
 
 // Exit 0 when every candidate was built (or found built); 3 when some failed to build.
-int run_compile(const CompileOptions& options) {
+int run_compile(const CompileOptions& options, const std::string& zygote) {
   kbv::eval::CompileRequest request;
   for (const std::string& c : options.candidates) request.candidates.push_back(std::filesystem::absolute(c).string());
   request.device = options.device;
   request.jobs = options.jobs;
   request.timeout_seconds = options.timeout;
   request.cache_dir = cache_dir();
-  request.launch = worker_launch(options.zygote, options.device);
+  request.launch = worker_launch(zygote, options.device);
   size_t finished = 0;
   request.done = [&](const kbv::eval::CompileResult& r) {
     char seconds[32];
@@ -130,6 +130,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", KBV_VERSION);
 
+  std::string zygote = "auto";  // one subcommand runs: every --zygote option writes here
   EvalOptions eval;
   CLI::App* eval_cmd = app.add_subcommand("eval", "Evaluate one candidate against one problem");
   eval_cmd->add_option("problem", eval.problem, "KernelBench problem file (Model, get_inputs, get_init_inputs)")
@@ -143,7 +144,7 @@ int main(int argc, char** argv) {
   eval_cmd->add_option("--compile-timeout", eval.compile_timeout, "Seconds the candidate's import (and build) may take")
       ->capture_default_str();
   eval_cmd->add_flag("--quiet", eval.quiet, "No progress lines on stderr");
-  add_zygote_option(eval_cmd, eval.zygote);
+  add_zygote_option(eval_cmd, zygote);
 
   CompileOptions compile;
   CLI::App* compile_cmd = app.add_subcommand("compile", "Build candidates' kernels ahead of evaluation, in parallel");
@@ -151,12 +152,11 @@ int main(int argc, char** argv) {
   compile_cmd->add_option("--device", compile.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   compile_cmd->add_option("-j,--jobs", compile.jobs, "Builds at a time")->check(CLI::PositiveNumber)->capture_default_str();
   compile_cmd->add_option("--timeout", compile.timeout, "Seconds one build may take")->capture_default_str();
-  add_zygote_option(compile_cmd, compile.zygote);
+  add_zygote_option(compile_cmd, zygote);
 
   kbv::cli::RunOptions run;
   CLI::App* run_cmd = kbv::cli::add_run_command(app, run);
-  std::string run_zygote = "auto";
-  add_zygote_option(run_cmd, run_zygote);
+  add_zygote_option(run_cmd, zygote);
 
   kbv::report::ReportOptions report;
   report.out_dir = "report";
@@ -168,8 +168,7 @@ int main(int argc, char** argv) {
 
   kbv::cli::AuditOptions audit;
   CLI::App* audit_cmd = kbv::cli::add_audit_command(app, audit);
-  std::string audit_zygote = "auto";
-  add_zygote_option(audit_cmd, audit_zygote);
+  add_zygote_option(audit_cmd, zygote);
 
   std::string role, python;
   CLI::App* worker_cmd = app.add_subcommand("worker", "(internal) a reference, candidate or zygote worker process");
@@ -184,13 +183,13 @@ int main(int argc, char** argv) {
     return app.exit(error) == 0 ? 0 : 2;
   }
   try {
-    if (*eval_cmd) return run_eval(eval);
-    if (*compile_cmd) return run_compile(compile);
+    if (*eval_cmd) return run_eval(eval, zygote);
+    if (*compile_cmd) return run_compile(compile, zygote);
     if (*run_cmd) {
-      return kbv::cli::run_command(run, cache_dir(), worker_launch(run_zygote, run.device));
+      return kbv::cli::run_command(run, cache_dir(), worker_launch(zygote, run.device));
     }
     if (*report_cmd) return kbv::report::run_report(report);
-    if (*audit_cmd) return kbv::cli::audit_command(audit, worker_launch(audit_zygote, audit.device));
+    if (*audit_cmd) return kbv::cli::audit_command(audit, worker_launch(zygote, audit.device));
     if (*worker_cmd) {
       if (role == "zygote") return kbv::worker::run_zygote(python);
       return kbv::worker::run_worker(role == "reference" ? kbv::worker::Role::reference : kbv::worker::Role::candidate,

@@ -60,12 +60,6 @@ struct WorkerPipes {
   }
 };
 
-int poll_timeout_ms(Clock::time_point now, Clock::time_point deadline) {
-  if (deadline == Clock::time_point::max()) return -1;
-  if (now >= deadline) return 0;
-  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
-  return static_cast<int>(std::min<decltype(ms)>(ms, INT_MAX));
-}
 
 std::vector<std::string> merged_environment(const std::vector<std::pair<std::string, std::string>>& overrides) {
   std::vector<std::string> env;
@@ -153,6 +147,13 @@ auto retry_eintr(F call) {
 }
 
 }  // namespace
+
+int poll_timeout_ms(Clock::time_point now, Clock::time_point deadline) {
+  if (deadline == Clock::time_point::max()) return -1;
+  if (now >= deadline) return 0;
+  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
+  return static_cast<int>(std::min<decltype(ms)>(ms, INT_MAX));
+}
 
 std::string ExitStatus::describe() const {
   if (!signaled) return "exited with code " + std::to_string(code);

@@ -18,11 +18,14 @@
 
 namespace kbv::worker {
 
-// WorkerProcess::send did not get the whole frame into the pipe before its deadline: the child is
-// not reading its commands (hung). The frame is abandoned; the worker should be killed.
 // The fd at which a child started with an inherited fd finds it.
 inline constexpr int kInheritedFd = 5;
 
+// poll()'s timeout for a wait until `deadline`: -1 (none) for time_point::max(), 0 once it passed.
+int poll_timeout_ms(std::chrono::steady_clock::time_point now, std::chrono::steady_clock::time_point deadline);
+
+// WorkerProcess::send did not get the whole frame into the pipe before its deadline: the child is
+// not reading its commands (hung). The frame is abandoned; the worker should be killed.
 class ChannelTimeout : public std::runtime_error {
   using runtime_error::runtime_error;
 };

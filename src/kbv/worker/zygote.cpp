@@ -6,9 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <climits>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
@@ -24,12 +22,12 @@ Clock::time_point deadline_after(std::chrono::duration<double> timeout) {
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout);
 }
 
-// One datagram from the zygote, or nullopt-like empty json with `error` set.
+// The zygote's next reply (one datagram, a JSON object); ZygoteFailed when it is gone, late,
+// malformed or says `error`.
 nlohmann::json receive_reply(int socket, Clock::time_point deadline, const std::string& what) {
   for (;;) {
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
     pollfd fd{socket, POLLIN, 0};
-    const int ready = poll(&fd, 1, static_cast<int>(std::clamp<long long>(left, 0, INT_MAX)));
+    const int ready = poll(&fd, 1, poll_timeout_ms(Clock::now(), deadline));
     if (ready == -1 && errno == EINTR) continue;
     if (ready == -1) detail::throw_syscall_error(errno, "poll(zygote socket)", __FILE__, __LINE__);
     if (ready == 0) throw ZygoteFailed("the zygote did not answer '" + what + "' in time");

@@ -42,8 +42,6 @@ class Zygote {
   WorkerProcess spawn(const std::string& role, const std::vector<std::pair<std::string, std::string>>& environment,
                       std::chrono::duration<double> timeout = std::chrono::seconds(60));
 
-  std::string log_tail() const { return process_.log_tail(); }
-
   Zygote(WorkerProcess process, UniqueFd socket) : process_(std::move(process)), socket_(std::move(socket)) {}
 
  private:
