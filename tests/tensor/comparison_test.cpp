@@ -67,11 +67,70 @@ TEST(ScaledError, GivenRmsReplacesTheSampleEstimate) {
   EXPECT_NEAR(scaled_error(x, r, 9.0), 0.1 / 10.0, 1e-12);       // rms 9 + |r| 1
 }
 
+// Contiguous CPU tensors of one dtype take a fused pass, others (here: transposed views) the
+// tensor expressions; both must give the same errors, non-finite values included.
+TEST(ScaledError, FusedPassAgreesWithTheExpressions) {
+  for (const at::ScalarType type : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
+    at::Tensor r = at::randn({300, 200}).to(type);
+    at::Tensor x = (r.to(at::kDouble) * (1 + 1e-3 * at::randn({300, 200}, at::kDouble))).to(type);
+    r.index_put_({0, 0}, kNaN);
+    x.index_put_({0, 0}, kNaN);
+    r.index_put_({1, 1}, kInf);
+    x.index_put_({1, 1}, kInf);
+    const at::Tensor rt = r.t().contiguous().t(), xt = x.t().contiguous().t();  // same values, not contiguous
+    ASSERT_FALSE(rt.is_contiguous());
+    EXPECT_NEAR(finite_rms(r), finite_rms(rt), 1e-12 * finite_rms(rt)) << type;
+    const double error = scaled_error(xt, rt);
+    EXPECT_GT(error, 0.0) << type;
+    EXPECT_NEAR(scaled_error(x, r), error, 1e-9 * error) << type;
+    EXPECT_NEAR(scaled_error(x, r, 3.0), scaled_error(xt, rt, 3.0), 1e-9 * error) << type;
+    x.index_put_({2, 2}, kNaN);  // NaN where the reference is finite
+    EXPECT_EQ(scaled_error(x, r), kInf) << type;
+    EXPECT_EQ(scaled_error(x.t().contiguous().t(), rt), kInf) << type;
+  }
+  const at::Tensor zeros = at::zeros({1 << 18});
+  EXPECT_EQ(scaled_error(zeros.clone(), zeros), 0.0);
+  EXPECT_EQ(scaled_error(at::full({1 << 18}, 1e-30), zeros), kInf);
+}
+
+TEST(MaxAbsDifference, FusedPassAgreesWithTheExpression) {
+  const at::Tensor r = at::randn({300, 200});
+  const at::Tensor x = r + 1e-3 * at::randn({300, 200});
+  const double expected = (x.to(at::kDouble) - r.to(at::kDouble)).abs().max().item<double>();
+  EXPECT_EQ(max_abs_difference(x, r), expected);
+  EXPECT_EQ(max_abs_difference(x.t().contiguous().t(), r.t().contiguous().t()), expected);  // the expression's path
+  at::Tensor nan = x.clone();
+  nan.index_put_({7, 7}, kNaN);
+  EXPECT_TRUE(std::isnan(max_abs_difference(nan, r)));
+  EXPECT_EQ(max_abs_difference(at::zeros({0}), at::zeros({0})), 0.0);
+}
+
 TEST(Allclose, MatchesKernelBenchTolerance) {
   const at::Tensor r = at::ones({4});
   EXPECT_TRUE(check::allclose(r + 1.5e-4, r, 1e-4, 1e-4));   // 1e-4 + 1e-4 * 1
   EXPECT_FALSE(check::allclose(r + 3e-4, r, 1e-4, 1e-4));
   EXPECT_FALSE(check::allclose(at::full({4}, kNaN), at::full({4}, kNaN), 1e-4, 1e-4));  // equal_nan=False
+}
+
+// The fused pass (contiguous float and double) answers as torch's allclose does, at the boundary
+// of the tolerance too: x = r + d for d around atol + rtol * |r|.
+TEST(Allclose, FusedPassAgreesWithTorch) {
+  for (const at::ScalarType type : {at::kFloat, at::kDouble}) {
+    const at::Tensor r = at::randn({4096}, type);
+    const at::Tensor bound = 1e-4 + 1e-4 * r.abs();
+    for (const double f : {0.5, 0.999999, 1.0, 1.000001, 2.0}) {
+      const at::Tensor x = r + f * bound;
+      for (int64_t i = 0; i < 64; ++i) {  // one element at a time at the boundary, the rest equal
+        at::Tensor one = r.clone();
+        one[i] = x[i];
+        EXPECT_EQ(check::allclose(one, r, 1e-4, 1e-4), at::allclose(one, r, 1e-4, 1e-4)) << type << " f=" << f << " i=" << i;
+      }
+      EXPECT_EQ(check::allclose(x, r, 1e-4, 1e-4), at::allclose(x, r, 1e-4, 1e-4)) << type << " f=" << f;
+    }
+    const at::Tensor inf = at::full({8}, kInf, type);
+    EXPECT_TRUE(check::allclose(inf.clone(), inf, 1e-4, 1e-4));
+    EXPECT_FALSE(check::allclose(-inf, inf, 1e-4, 1e-4));
+  }
 }
 
 TEST(StructureMismatch, NamesCountShapeAndDtype) {

@@ -4,19 +4,127 @@
 #include <limits>
 
 #include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
 
 namespace kbv::check {
 namespace {
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
+constexpr int64_t kGrain = 1 << 16;
+
+// The parent compares outputs of hundreds of MiB on the CPU: the tensor expressions below make a
+// float64 temporary per step (about 10 passes over twice the output's size), one fused pass per
+// quantity does the same arithmetic per element. Taken for contiguous CPU tensors of one
+// floating dtype; anything else (device tensors in the worker, mixed dtypes) uses the expressions.
+bool fusable(const at::Tensor& x, const at::Tensor& r) {
+  return x.device().is_cpu() && r.device().is_cpu() && x.scalar_type() == r.scalar_type() &&
+         at::isFloatingType(r.scalar_type()) && x.is_contiguous() && r.is_contiguous() && x.numel() == r.numel();
+}
+
+struct SquareSum {
+  double sum = 0;
+  int64_t count = 0;
+};
+
+double fused_finite_rms(const at::Tensor& r) {
+  SquareSum total;
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, r.scalar_type(), "finite_rms", [&] {
+    const scalar_t* data = r.const_data_ptr<scalar_t>();
+    total = at::parallel_reduce(
+        int64_t{0}, r.numel(), kGrain, SquareSum{},
+        [&](int64_t begin, int64_t end, SquareSum part) {
+          for (int64_t i = begin; i < end; ++i) {
+            const double v = static_cast<double>(data[i]);
+            if (std::isfinite(v)) {
+              part.sum += v * v;
+              ++part.count;
+            }
+          }
+          return part;
+        },
+        [](SquareSum a, SquareSum b) { return SquareSum{a.sum + b.sum, a.count + b.count}; });
+  });
+  return total.count == 0 ? 0.0 : std::sqrt(total.sum / static_cast<double>(total.count));
+}
+
+double fused_scaled_error(const at::Tensor& x, const at::Tensor& r, double rms) {
+  double worst = 0;
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, r.scalar_type(), "scaled_error", [&] {
+    const scalar_t* xs = x.const_data_ptr<scalar_t>();
+    const scalar_t* rs = r.const_data_ptr<scalar_t>();
+    worst = at::parallel_reduce(
+        int64_t{0}, r.numel(), kGrain, 0.0,
+        [&](int64_t begin, int64_t end, double part) {
+          for (int64_t i = begin; i < end; ++i) {
+            const double xv = static_cast<double>(xs[i]);
+            const double rv = static_cast<double>(rs[i]);
+            if (!std::isfinite(rv)) {
+              if (!(xv == rv || (std::isnan(xv) && std::isnan(rv)))) return kInfinity;
+              continue;
+            }
+            if (!std::isfinite(xv)) return kInfinity;
+            const double diff = std::abs(xv - rv);
+            const double scale = std::abs(rv) + rms;
+            const double ratio = scale > 0 ? diff / scale : (diff > 0 ? kInfinity : 0.0);
+            part = std::max(part, ratio);
+          }
+          return part;
+        },
+        [](double a, double b) { return std::max(a, b); });
+  });
+  return worst;
+}
 
 std::string shape_text(at::IntArrayRef sizes) {
   std::string text = "[";
   for (size_t i = 0; i < sizes.size(); ++i) text += (i ? ", " : "") + std::to_string(sizes[i]);
   return text + "]";
 }
+double fused_max_abs_difference(const at::Tensor& x, const at::Tensor& r) {
+  double worst = 0;
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, r.scalar_type(), "max_abs_difference", [&] {
+    const scalar_t* xs = x.const_data_ptr<scalar_t>();
+    const scalar_t* rs = r.const_data_ptr<scalar_t>();
+    worst = at::parallel_reduce(
+        int64_t{0}, r.numel(), kGrain, 0.0,
+        [&](int64_t begin, int64_t end, double part) {
+          for (int64_t i = begin; i < end; ++i) {
+            const double d = std::abs(static_cast<double>(xs[i]) - static_cast<double>(rs[i]));
+            if (std::isnan(d)) return d;  // as torch's max: NaN wins
+            part = std::max(part, d);
+          }
+          return part;
+        },
+        [](double a, double b) { return std::isnan(a) || a > b ? a : b; });
+  });
+  return worst;
+}
+
+// torch.isclose's arithmetic per element (TensorCompare.cpp): x == r, or a finite |x - r| within
+// atol + |rtol * r|, each step rounded to the tensors' dtype as its tensor steps are. Float and
+// double only: for half types torch rounds every intermediate to the half type.
+template <typename T>
+bool fused_allclose(const at::Tensor& x, const at::Tensor& r, double atol, double rtol) {
+  const T* xs = x.const_data_ptr<T>();
+  const T* rs = r.const_data_ptr<T>();
+  const T a = static_cast<T>(atol), q = static_cast<T>(rtol);
+  return at::parallel_reduce(
+      int64_t{0}, r.numel(), kGrain, true,
+      [&](int64_t begin, int64_t end, bool part) {
+        for (int64_t i = begin; i < end && part; ++i) {
+          const T allowed = a + std::abs(q * rs[i]);
+          const T actual = std::abs(xs[i] - rs[i]);
+          part = xs[i] == rs[i] || (std::isfinite(actual) && actual <= allowed);
+        }
+        return part;
+      },
+      [](bool p, bool q2) { return p && q2; });
+}
+
 }  // namespace
 
 double finite_rms(const at::Tensor& r) {
+  if (r.device().is_cpu() && r.is_contiguous() && at::isFloatingType(r.scalar_type())) return fused_finite_rms(r);
   if (!at::isFloatingType(r.scalar_type())) return std::sqrt(r.to(at::kDouble).square().mean().item<double>());
   const at::Tensor rd = r.to(at::kDouble);
   const at::Tensor finite = at::isfinite(rd);
@@ -28,6 +136,7 @@ double finite_rms(const at::Tensor& r) {
 double scaled_error(const at::Tensor& x, const at::Tensor& r, std::optional<double> reference_rms) {
   if (x.numel() == 0) return 0.0;
   if (!at::isFloatingType(r.scalar_type())) return at::equal(x, r) ? 0.0 : kInfinity;
+  if (fusable(x, r)) return fused_scaled_error(x, r, reference_rms.value_or(fused_finite_rms(r)));
   const at::Tensor xd = x.to(at::kDouble);
   const at::Tensor rd = r.to(at::kDouble);
   const at::Tensor finite = at::isfinite(rd);
@@ -54,7 +163,15 @@ double scaled_error(const std::vector<at::Tensor>& xs, const std::vector<at::Ten
   return worst;
 }
 
+double max_abs_difference(const at::Tensor& x, const at::Tensor& r) {
+  if (x.numel() == 0) return 0.0;
+  if (fusable(x, r)) return fused_max_abs_difference(x, r);
+  return (x.to(at::kDouble) - r.to(at::kDouble)).abs().max().item<double>();
+}
+
 bool allclose(const at::Tensor& x, const at::Tensor& r, double atol, double rtol) {
+  if (fusable(x, r) && r.scalar_type() == at::kFloat) return fused_allclose<float>(x, r, atol, rtol);
+  if (fusable(x, r) && r.scalar_type() == at::kDouble) return fused_allclose<double>(x, r, atol, rtol);
   return at::allclose(x, r, rtol, atol, /*equal_nan=*/false);
 }
 

@@ -19,6 +19,9 @@ double scaled_error(const at::Tensor& x, const at::Tensor& r, std::optional<doub
 // Root mean square of the finite entries, in float64.
 double finite_rms(const at::Tensor& r);
 
+// max |x - r| in float64 (NaN where any difference is NaN), as KernelBench reports it.
+double max_abs_difference(const at::Tensor& x, const at::Tensor& r);
+
 // torch.allclose(x, r, rtol, atol) with equal_nan=False, as KernelBench calls it.
 bool allclose(const at::Tensor& x, const at::Tensor& r, double atol, double rtol);
 

@@ -27,8 +27,7 @@ std::string format_error(double value) {
 double max_abs_difference(const std::vector<at::Tensor>& xs, const std::vector<at::Tensor>& rs) {
   double worst = 0;
   for (size_t i = 0; i < xs.size(); ++i) {
-    if (xs[i].numel() == 0) continue;
-    worst = std::max(worst, (xs[i].to(at::kDouble) - rs[i].to(at::kDouble)).abs().max().item<double>());
+    worst = std::max(worst, check::max_abs_difference(xs[i], rs[i]));
   }
   return worst;
 }
