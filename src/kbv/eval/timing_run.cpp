@@ -1,5 +1,6 @@
 #include "kbv/eval/timing_run.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "kbv/measure/statistics.h"
@@ -13,6 +14,11 @@ std::unique_ptr<measure::StoppingCriterion> make_criterion(const protocol::Timin
   return std::make_unique<measure::MedianPrecisionCriterion>(
       measure::MedianPrecisionSettings{t.min_samples, t.min_seconds, t.max_relative_half_width, t.max_samples, t.max_seconds});
 }
+
+// Timed calls go to the worker in batches of about this much GPU time (kMaxBatch calls at most):
+// between two calls of a batch the GPU waits for nothing but the worker itself.
+constexpr double kBatchSeconds = 0.05;
+constexpr int kMaxBatch = 32;
 
 std::vector<std::uint64_t> fresh_seeds(std::mt19937_64& rng, int count) {
   std::vector<std::uint64_t> seeds;
@@ -28,26 +34,43 @@ TimingRun run_timing(WorkerClient& worker, const std::string& mode, const protoc
   const std::chrono::duration<double> timeout(timeout_seconds);
   std::vector<std::uint64_t> seeds = fresh_seeds(rng, t.pool_sets);
   worker.request({{"cmd", "pool"}, {"seeds", seeds}}, timeout);
-  worker.request({{"cmd", "warmup"}, {"calls", t.warmup_calls}, {"mode", mode}}, timeout);
+  const Reply warmed =
+      worker.request({{"cmd", "warmup"}, {"calls", t.warmup_calls}, {"seconds", t.warmup_seconds}, {"max_seconds", t.warmup_max_seconds}, {"mode", mode}}, timeout);
 
   TimingRun run;
+  run.result.clock = warmed.header.at("clock");
   run.result.flags = worker.request({{"cmd", "flags"}, {"mode", mode}}, timeout).header.at("flags");
   auto criterion = make_criterion(t);
-  while (!criterion->is_finished()) {
-    for (int set = 0; set < t.pool_sets && !criterion->is_finished(); ++set) {
-      const Reply timed = worker.request({{"cmd", "timed_call"}, {"set", set}, {"mode", mode}}, timeout);
-      criterion->add_measurement(timed.header.at("seconds").get<double>());
-      run.result.stream_samples.push_back(timed.header.at("stream_seconds").get<double>());
-      if (sketch) {
-        const std::uint64_t sketch_seed = rng() >> 1;
-        Reply values = worker.request(
-            {{"cmd", "sketch"}, {"set", set}, {"seed", sketch_seed}, {"points", t.sketch_points}}, timeout);
-        run.sketches.push_back({seeds[set], sketch_seed, std::move(values.tensors)});
+  const int most = t.fixed_samples > 0 ? t.fixed_samples : t.max_samples;
+  int made = 0;  // calls made: the sets are timed in turn, new content before each round but the first
+  while (!criterion->is_finished() && made < most) {
+    // One call first; then as many as fill kBatchSeconds at the median so far.
+    const int batch = made == 0 ? 1
+                                : std::clamp(static_cast<int>(kBatchSeconds / std::max(measure::median(criterion->samples()), 1e-9)),
+                                             1, std::min(kMaxBatch, most - made));
+    nlohmann::json calls = nlohmann::json::array();
+    std::vector<std::uint64_t> content;  // each call's content seed, for its sketch
+    for (int i = 0; i < batch; ++i, ++made) {
+      const int set = made % t.pool_sets;
+      nlohmann::json call = {{"set", set}};
+      if (set == 0 && made > 0 && t.refresh_inputs) {
+        seeds = fresh_seeds(rng, t.pool_sets);
+        call["fill"] = seeds;
       }
+      content.push_back(seeds[set]);
+      calls.push_back(std::move(call));
     }
-    if (t.refresh_inputs && !criterion->is_finished()) {
-      seeds = fresh_seeds(rng, t.pool_sets);
-      worker.request({{"cmd", "pool"}, {"seeds", seeds}}, timeout);
+    const Reply timed = worker.request(
+        {{"cmd", "timed_calls"}, {"mode", mode}, {"calls", calls}, {"points", sketch ? t.sketch_points : 0}}, timeout);
+    size_t next = 0;
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const nlohmann::json& result = timed.header.at("results").at(i);
+      criterion->add_measurement(result.at("seconds").get<double>());
+      run.result.stream_samples.push_back(result.at("stream_seconds").get<double>());
+      if (!sketch) continue;
+      std::vector<at::Tensor> values;
+      for (size_t k = 0; k < result.at("outputs").size(); ++k) values.push_back(timed.tensors.at(next++));
+      run.sketches.push_back({content[i], result.at("sketch_seed").get<std::uint64_t>(), std::move(values)});
     }
   }
   const auto samples = criterion->samples();

@@ -10,7 +10,7 @@ namespace {
 class HostTimer final : public Timer {
  public:
   void flush_cache() override {}
-  TimedCall time(const std::function<void()>& call) override {
+  TimedCall time(const std::function<void()>& call, const char* /*range*/) override {
     const auto start = std::chrono::steady_clock::now();
     call();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

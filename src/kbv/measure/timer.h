@@ -22,7 +22,9 @@ class Timer {
   virtual ~Timer() = default;
   // Evicts the call's data from cache; outside the timed region.
   virtual void flush_cache() = 0;
-  virtual TimedCall time(const std::function<void()>& call) = 0;
+  // `range` names the call for profilers (an NVTX range on the GPU: `ncu --nvtx-include` selects
+  // exactly the timed calls' kernels).
+  virtual TimedCall time(const std::function<void()>& call, const char* range) = 0;
   virtual nlohmann::json describe() const = 0;
 };
 

@@ -47,6 +47,9 @@ Protocol kernelbench() {
   p.baseline_tf32 = {false, true};
   p.candidate_tf32 = {false, true};
   p.timing.warmup_calls = 3;
+  p.timing.warmup_seconds = 0;
+  p.timing.warmup_max_seconds = 0;
+  p.timing.launch_cover_seconds = 0;
   p.timing.fixed_samples = 100;
   p.timing.use_median = false;
   p.timing.device_sync = false;
@@ -89,6 +92,9 @@ nlohmann::json to_json(const Protocol& p) {
       {"candidate_tf32", tf32(p.candidate_tf32)},
       {"timing",
        {{"warmup_calls", t.warmup_calls},
+        {"warmup_seconds", t.warmup_seconds},
+        {"warmup_max_seconds", t.warmup_max_seconds},
+        {"launch_cover_seconds", t.launch_cover_seconds},
         {"min_samples", t.min_samples},
         {"min_seconds", t.min_seconds},
         {"max_relative_half_width", t.max_relative_half_width},

@@ -28,6 +28,14 @@ enum class Comparison {
 
 struct Timing {
   int warmup_calls = 3;
+  // Then timed calls, their samples dropped, for at least warmup_seconds and until two windows
+  // of them agree (at most warmup_max_seconds): a GPU's clocks follow its recent load
+  // (docs/performance.md, "Timing stability").
+  double warmup_seconds = 0.1;
+  double warmup_max_seconds = 1.0;
+  // The GPU is kept busy this long (a spin kernel) before each timed call's start event, so that
+  // the host's launch of the call is not inside the timed region.
+  double launch_cover_seconds = 100e-6;
   // Adaptive stop (fixed_samples == 0): PROTOCOL.md "Repetitions".
   int min_samples = 10;
   double min_seconds = 0.2;

@@ -49,6 +49,7 @@ struct TimingResult {
   double ci_low = 0, ci_high = 0;      // 95% CI of the median
   nlohmann::json criterion;            // stopping rule and whether it converged
   nlohmann::json flags;                // TF32 flags read back before timing
+  nlohmann::json clock;                // the timer: clock, flush, device sync and its latency
 };
 
 struct MemoryResult {

@@ -1,5 +1,6 @@
 #include "kbv/worker/session.h"
 
+#include <chrono>
 #include <cstring>
 
 #include <ATen/ATen.h>
@@ -96,6 +97,7 @@ nlohmann::json Session::load(const nlohmann::json& command) {
   protocol::Timing timing;
   timing.device_sync = protocol_.at("timing").at("device_sync");
   timing.l2_flush_bytes = protocol_.at("timing").at("l2_flush_bytes");
+  timing.launch_cover_seconds = protocol_.at("timing").at("launch_cover_seconds");
   timer_ = measure::make_timer(device_, timing);
   memory_ = measure::make_memory_meter(device_);
 
@@ -222,20 +224,40 @@ void Session::fill_pool(const std::vector<std::uint64_t>& seeds) {
   measure::synchronize(device_);
 }
 
-void Session::warm_up(int calls, const std::string& mode) {
+void Session::warm_up(int calls, double seconds, double max_seconds, const std::string& mode) {
+  const auto begun = std::chrono::steady_clock::now();
+  const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - begun).count(); };
   for (int i = 0; i < calls; ++i) {
     const size_t set = static_cast<size_t>(i) % pool_.size();
     last_[set] = forward(mode, pool_[set], "warm-up call");
   }
   measure::synchronize(device_);
+  // Windows of at least kWindowCalls calls and kWindowSeconds each; settled when a window's
+  // median is within kSettled of the one before.
+  constexpr size_t kWindowCalls = 10;
+  constexpr double kWindowSeconds = 0.02, kSettled = 0.01;
+  std::vector<double> window;
+  double window_begun = elapsed(), previous = 0;
+  for (size_t i = 0; elapsed() < max_seconds; ++i) {
+    window.push_back(timed_call(i % pool_.size(), mode).seconds);
+    if (window.size() < kWindowCalls || elapsed() - window_begun < kWindowSeconds) continue;
+    const double median = measure::median(window);
+    if (elapsed() >= seconds && previous > 0 && std::abs(median - previous) <= kSettled * previous) break;
+    previous = median;
+    window.clear();
+    window_begun = elapsed();
+  }
 }
+
+nlohmann::json Session::clock() const { return timer_->describe(); }
 
 measure::TimedCall Session::timed_call(size_t set, const std::string& mode) {
   if (set >= pool_.size()) throw Failure("internal", "no timing input set " + std::to_string(set));
   apply_flags(mode);
   py::object result;
   timer_->flush_cache();
-  const measure::TimedCall timed = timer_->time([&] { result = call_forward(pool_[set]); });
+  const std::string range = "kbv timed " + mode;
+  const measure::TimedCall timed = timer_->time([&] { result = call_forward(pool_[set]); }, range.c_str());
   last_[set] = collect(result);  // outside the timed region
   if (watch_) watch_->after_call(tensors_of(pool_[set]), std::nullopt, last_[set].outputs, nullptr, "timed call");
   return timed;
@@ -280,7 +302,7 @@ double Session::copy_seconds(std::int64_t bytes) {
   std::vector<double> samples;
   for (int i = 0; i < kSamples; ++i) {
     timer_->flush_cache();
-    samples.push_back(timer_->time(copy).seconds);
+    samples.push_back(timer_->time(copy, "kbv floor copy").seconds);
   }
   return measure::median(samples);
 }

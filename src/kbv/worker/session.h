@@ -48,7 +48,12 @@ class Session {
   // Timing pool: one input set per seed, refilled in place (same buffers, new values) later.
   void fill_pool(const std::vector<std::uint64_t>& seeds);
   measure::TimedCall timed_call(size_t set, const std::string& mode);
-  void warm_up(int calls, const std::string& mode);
+  // `calls` plain calls, then timed calls (their samples dropped) for at least `seconds` and
+  // until their times settle, at most until `max_seconds`: the GPU's clocks settle under the
+  // pattern the samples will see. `max_seconds` 0: the plain calls only.
+  void warm_up(int calls, double seconds, double max_seconds, const std::string& mode);
+  // What times the calls (measure::Timer::describe).
+  nlohmann::json clock() const;
   const std::vector<at::Tensor>& last_outputs(size_t set) const;
 
   // Peak allocator bytes above the pre-call level for one call on pool set 0, and the driver's

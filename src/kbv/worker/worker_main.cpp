@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <random>
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -68,6 +69,31 @@ void handle_check(Session& session, Channel& channel, const json& command) {
   reply(channel, header, tensors);
 }
 
+// `timed_calls`: a batch of timed calls back to back, so that what the GPU does between two of
+// them (and so its clocks) does not depend on the pipe's round trip. A call may first refill the
+// input pool (`fill`: new content in the same buffers). With `points` > 0 each call's outputs are
+// sampled at positions drawn here after the call returned: no seed exists while it computes.
+void handle_timed_calls(Session& session, Channel& channel, const json& command) {
+  const std::string mode = command.at("mode");
+  const int points = command.at("points");
+  static std::random_device entropy;
+  json header = {{"status", "ok"}, {"results", json::array()}};
+  std::vector<EncodedTensor> tensors;
+  for (const json& call : command.at("calls")) {
+    if (call.contains("fill")) session.fill_pool(call["fill"].get<std::vector<std::uint64_t>>());
+    const size_t set = call.at("set");
+    const measure::TimedCall timed = session.timed_call(set, mode);
+    json result = {{"seconds", timed.seconds}, {"stream_seconds", timed.stream_seconds}};
+    if (points > 0) {
+      const std::uint64_t seed = ((std::uint64_t{entropy()} << 32) | entropy()) >> 1;
+      result["sketch_seed"] = seed;
+      attach(tensors, result["outputs"], check::sketch(session.last_outputs(set), seed, points));
+    }
+    header["results"].push_back(std::move(result));
+  }
+  reply(channel, header, tensors);
+}
+
 void handle(Session& session, Channel& channel, const json& command) {
   const std::string name = command.at("cmd");
   if (name == "load") {
@@ -83,18 +109,12 @@ void handle(Session& session, Channel& channel, const json& command) {
     session.fill_pool(command.at("seeds").get<std::vector<std::uint64_t>>());
     reply(channel, {{"status", "ok"}});
   } else if (name == "warmup") {
-    session.warm_up(command.at("calls"), command.at("mode"));
-    reply(channel, {{"status", "ok"}});
+    session.warm_up(command.at("calls"), command.at("seconds"), command.at("max_seconds"), command.at("mode"));
+    reply(channel, {{"status", "ok"}, {"clock", session.clock()}});
   } else if (name == "flags") {
     reply(channel, {{"status", "ok"}, {"flags", session.apply_flags(command.at("mode"))}});
-  } else if (name == "timed_call") {
-    const measure::TimedCall timed = session.timed_call(command.at("set"), command.at("mode"));
-    reply(channel, {{"status", "ok"}, {"seconds", timed.seconds}, {"stream_seconds", timed.stream_seconds}});
-  } else if (name == "sketch") {
-    std::vector<EncodedTensor> tensors;
-    json header = {{"status", "ok"}};
-    attach(tensors, header["outputs"], sketch_of(session.last_outputs(command.at("set")), command));
-    reply(channel, header, tensors);
+  } else if (name == "timed_calls") {
+    handle_timed_calls(session, channel, command);
   } else if (name == "memory") {
     json memory = session.measure_memory(command.at("mode"));
     memory["status"] = "ok";
