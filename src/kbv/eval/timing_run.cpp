@@ -15,8 +15,9 @@ std::unique_ptr<measure::StoppingCriterion> make_criterion(const protocol::Timin
       measure::MedianPrecisionSettings{t.min_samples, t.min_seconds, t.max_relative_half_width, t.max_samples, t.max_seconds});
 }
 
-// Timed calls go to the worker in batches of about this much GPU time (kMaxBatch calls at most):
-// between two calls of a batch the GPU waits for nothing but the worker itself.
+// Timed calls go to the worker in batches of about this much measured time (kMaxBatch calls at
+// most): between two calls of a batch the GPU waits for nothing but the worker itself. One
+// step's timeout covers a whole batch, which is sized from the calls already measured.
 constexpr double kBatchSeconds = 0.05;
 constexpr int kMaxBatch = 32;
 
@@ -34,8 +35,12 @@ TimingRun run_timing(WorkerClient& worker, const std::string& mode, const protoc
   const std::chrono::duration<double> timeout(timeout_seconds);
   std::vector<std::uint64_t> seeds = fresh_seeds(rng, t.pool_sets);
   worker.request({{"cmd", "pool"}, {"seeds", seeds}}, timeout);
-  const Reply warmed =
-      worker.request({{"cmd", "warmup"}, {"calls", t.warmup_calls}, {"seconds", t.warmup_seconds}, {"max_seconds", t.warmup_max_seconds}, {"mode", mode}}, timeout);
+  const Reply warmed = worker.request({{"cmd", "warmup"},
+                                       {"calls", t.warmup_calls},
+                                       {"seconds", t.warmup_seconds},
+                                       {"max_seconds", t.warmup_max_seconds},
+                                       {"mode", mode}},
+                                      timeout);
 
   TimingRun run;
   run.result.clock = warmed.header.at("clock");

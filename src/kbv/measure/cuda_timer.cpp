@@ -54,7 +54,7 @@ class CudaEventTimer final : public Timer {
 
  private:
   // The end event of the device-wide figure is recorded once the host has returned from the
-  // synchronize: the figure holds that round trip (8-12 us on the H200), which is no work of the
+  // synchronize: the figure holds that round trip (6.5-7.5 us on the H200), which is no work of the
   // call's. Measured here as the call sees it (the host waiting while the GPU works: a flush), and
   // taken off each sample, never below the current stream's own figure. Work on other streams
   // that ends within this latency of the current stream's is not counted (the trace names it).
