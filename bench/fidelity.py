@@ -78,39 +78,41 @@ def ncu_kernel_ns(csv_path):
     return kernels
 
 
+def ncu_calls(out, label, problem, candidate, *options):
+    """The command and environment that run ncu_calls.py for one candidate, building into a folder
+    of its own (kbv's cache is keyed by kbv)."""
+    command = [sys.executable, os.path.join(ROOT, "bench", "ncu_calls.py"), os.path.join(ROOT, problem),
+               os.path.join(ROOT, candidate), *options]
+    return command, dict(os.environ, TORCH_EXTENSIONS_DIR=os.path.join(out, "ext", label))
+
+
 def fidelity(args, label, problem, candidate):
     out = args.out
-    verified, _ = kbv_eval(args.kbv, problem, candidate, "verified", os.path.join(out, f"{label}.verified.json"))
-    standard, _ = kbv_eval(args.kbv, problem, candidate, "kernelbench", os.path.join(out, f"{label}.kernelbench.json"))
-    ncu_wall = time.monotonic()
-    errors = {}
-    for pattern in ("verified", "kernelbench"):
-        profiled = subprocess.run(
-            [args.ncu, "--clock-control", "none", "--cache-control", "none", "--nvtx", "--nvtx-include", f"{TIMED_RANGE}/",
-             "--metrics", "gpu__time_duration.sum", "--csv", "--print-units", "base", "--log-file",
-             os.path.join(out, f"{label}.{pattern}.ncu.csv"), sys.executable, os.path.join(ROOT, "bench", "ncu_calls.py"),
-             os.path.join(ROOT, problem), os.path.join(ROOT, candidate), "--calls", str(NCU_CALLS), "--pattern", pattern],
-            env=dict(os.environ, TORCH_EXTENSIONS_DIR=os.path.join(out, "ext", label)), stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True)
-        if profiled.returncode != 0:
-            errors[pattern] = profiled.stdout[-2000:]
-    row = {"label": label, "problem": problem, "candidate": candidate, "ncu_wall_s": time.monotonic() - ncu_wall}
-    if errors:
-        row["ncu_errors"] = errors
-    for name, record in (("verified", verified), ("kernelbench", standard)):
+    row = {"label": label, "problem": problem, "candidate": candidate, "timed_calls": NCU_CALLS}
+    for name in ("verified", "kernelbench"):
+        record, _ = kbv_eval(args.kbv, problem, candidate, name, os.path.join(out, f"{label}.{name}.json"))
         row[f"{name}_verdict"] = record["verdict"] if record else None
         timing = (record or {}).get("timing", {}).get("candidate")
         if timing:
             row[f"{name}_ms"] = timing["seconds"] * 1e3
             row[f"{name}_stream_ms"] = statistics.median(timing["stream_samples_seconds"]) * 1e3
             row[f"{name}_samples"] = len(timing["samples_seconds"])
-    row["timed_calls"] = NCU_CALLS
+    begun = time.monotonic()
     for pattern in ("verified", "kernelbench"):
-        kernels = ncu_kernel_ns(os.path.join(out, f"{label}.{pattern}.ncu.csv"))
+        csv_path = os.path.join(out, f"{label}.{pattern}.ncu.csv")
+        command, env = ncu_calls(out, label, problem, candidate, "--calls", str(NCU_CALLS), "--pattern", pattern)
+        profiled = subprocess.run(
+            [args.ncu, "--clock-control", "none", "--cache-control", "none", "--nvtx", "--nvtx-include", f"{TIMED_RANGE}/",
+             "--metrics", "gpu__time_duration.sum", "--csv", "--print-units", "base", "--log-file", csv_path, *command],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if profiled.returncode != 0:
+            row.setdefault("ncu_errors", {})[pattern] = profiled.stdout[-2000:]
+        kernels = ncu_kernel_ns(csv_path)
         row[f"ncu_{pattern}_kernels"] = len(kernels)
         row["ncu_kernel_names"] = sorted({name[:80] for name, _ in kernels})
         if kernels:
             row[f"ncu_{pattern}_ms"] = sum(ns for _, ns in kernels) / NCU_CALLS / 1e6
+    row["ncu_wall_s"] = time.monotonic() - begun
     return row
 
 
@@ -156,11 +158,11 @@ def main():
     os.makedirs(args.out, exist_ok=True)
 
     chosen = [c for c in FIDELITY if not args.only or re.search(args.only, c[0])]
-    # Built ahead, in parallel, into kbv's cache (KBV_CACHE): the evaluations below load them.
-    # ncu_calls.py builds into a folder of its own per candidate (kbv's cache is keyed by kbv).
-    builds = [subprocess.Popen([sys.executable, os.path.join(ROOT, "bench", "ncu_calls.py"), os.path.join(ROOT, p), os.path.join(ROOT, c),
-                                "--calls", "0"], env=dict(os.environ, TORCH_EXTENSIONS_DIR=os.path.join(args.out, "ext", label)),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for label, p, c in chosen]
+    # Built ahead, in parallel: ncu_calls.py's builds, and kbv's into its cache (KBV_CACHE).
+    builds = []
+    for label, problem, candidate in chosen:
+        command, env = ncu_calls(args.out, label, problem, candidate, "--calls", "0")
+        builds.append(subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     subprocess.run([args.kbv, "compile", "--device", "cuda", "-j", str(os.cpu_count()),
                     *[os.path.join(ROOT, c) for _, _, c in chosen], os.path.join(ROOT, SPREAD_CANDIDATE[1])])
     for build in builds:

@@ -12,6 +12,12 @@ namespace {
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 constexpr int64_t kGrain = 1 << 16;
 
+std::string shape_text(at::IntArrayRef sizes) {
+  std::string text = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) text += (i ? ", " : "") + std::to_string(sizes[i]);
+  return text + "]";
+}
+
 // The parent compares outputs of hundreds of MiB on the CPU: the tensor expressions below make a
 // float64 temporary per step (about 10 passes over twice the output's size), one fused pass per
 // quantity does the same arithmetic per element. Taken for contiguous CPU tensors of one
@@ -47,57 +53,41 @@ double fused_finite_rms(const at::Tensor& r) {
   return total.count == 0 ? 0.0 : std::sqrt(total.sum / static_cast<double>(total.count));
 }
 
-double fused_scaled_error(const at::Tensor& x, const at::Tensor& r, double rms) {
+// The largest `value(x_i, r_i)` in float64, over contiguous CPU tensors of one floating dtype;
+// a NaN value wins, as in torch's max.
+template <typename F>
+double max_over_pairs(const at::Tensor& x, const at::Tensor& r, const F& value) {
   double worst = 0;
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, r.scalar_type(), "scaled_error", [&] {
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, r.scalar_type(), "max_over_pairs", [&] {
     const scalar_t* xs = x.const_data_ptr<scalar_t>();
     const scalar_t* rs = r.const_data_ptr<scalar_t>();
     worst = at::parallel_reduce(
         int64_t{0}, r.numel(), kGrain, 0.0,
         [&](int64_t begin, int64_t end, double part) {
           for (int64_t i = begin; i < end; ++i) {
-            const double xv = static_cast<double>(xs[i]);
-            const double rv = static_cast<double>(rs[i]);
-            if (!std::isfinite(rv)) {
-              if (!(xv == rv || (std::isnan(xv) && std::isnan(rv)))) return kInfinity;
-              continue;
-            }
-            if (!std::isfinite(xv)) return kInfinity;
-            const double diff = std::abs(xv - rv);
-            const double scale = std::abs(rv) + rms;
-            const double ratio = scale > 0 ? diff / scale : (diff > 0 ? kInfinity : 0.0);
-            part = std::max(part, ratio);
-          }
-          return part;
-        },
-        [](double a, double b) { return std::max(a, b); });
-  });
-  return worst;
-}
-
-std::string shape_text(at::IntArrayRef sizes) {
-  std::string text = "[";
-  for (size_t i = 0; i < sizes.size(); ++i) text += (i ? ", " : "") + std::to_string(sizes[i]);
-  return text + "]";
-}
-double fused_max_abs_difference(const at::Tensor& x, const at::Tensor& r) {
-  double worst = 0;
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, r.scalar_type(), "max_abs_difference", [&] {
-    const scalar_t* xs = x.const_data_ptr<scalar_t>();
-    const scalar_t* rs = r.const_data_ptr<scalar_t>();
-    worst = at::parallel_reduce(
-        int64_t{0}, r.numel(), kGrain, 0.0,
-        [&](int64_t begin, int64_t end, double part) {
-          for (int64_t i = begin; i < end; ++i) {
-            const double d = std::abs(static_cast<double>(xs[i]) - static_cast<double>(rs[i]));
-            if (std::isnan(d)) return d;  // as torch's max: NaN wins
-            part = std::max(part, d);
+            const double v = value(static_cast<double>(xs[i]), static_cast<double>(rs[i]));
+            if (std::isnan(v)) return v;
+            part = std::max(part, v);
           }
           return part;
         },
         [](double a, double b) { return std::isnan(a) || a > b ? a : b; });
   });
   return worst;
+}
+
+double fused_scaled_error(const at::Tensor& x, const at::Tensor& r, double rms) {
+  return max_over_pairs(x, r, [rms](double xv, double rv) {
+    if (!std::isfinite(rv)) return xv == rv || (std::isnan(xv) && std::isnan(rv)) ? 0.0 : kInfinity;
+    if (!std::isfinite(xv)) return kInfinity;
+    const double diff = std::abs(xv - rv);
+    const double scale = std::abs(rv) + rms;
+    return scale > 0 ? diff / scale : (diff > 0 ? kInfinity : 0.0);
+  });
+}
+
+double fused_max_abs_difference(const at::Tensor& x, const at::Tensor& r) {
+  return max_over_pairs(x, r, [](double xv, double rv) { return std::abs(xv - rv); });
 }
 
 // torch.isclose's arithmetic per element (TensorCompare.cpp): x == r, or a finite |x - r| within
