@@ -365,6 +365,7 @@ class Driver:
             kind = event["event"]
             if kind == "ready":
                 self.write({"event": "start", "startup_seconds": now - worker.started, "settings": settings(args.device),
+                            "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                             **{k: v for k, v in event.items() if k != "event"}})
                 print(f"worker ready in {now - worker.started:.1f} s ({event['device_name']}, torch {event['torch']})",
                       flush=True)

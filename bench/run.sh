@@ -26,11 +26,6 @@ case $device in
   cpu) results=${KBV_BENCH_RESULTS:-$out/RESULTS.md} ;;  # a CPU smoke run is no H200 result
   *) echo "bench: KBV_BENCH_DEVICE must be cuda or cpu, not $device" >&2; exit 2 ;;
 esac
-if [ ! -x "$kbv" ]; then
-  echo "bench: no kbv binary at $kbv: build it (make build PYTHON=python3 BUILD=build-gpu, or" \
-    "KBV_GPU_STAGES=build tests/gpu/run.sh) or set KBV" >&2
-  exit 1
-fi
 # Before KBV_CACHE is pointed at OUT_DIR: python-env.sh keys its virtual environment on it.
 python=$("$root/scripts/python-env.sh")
 seconds() { date +%s.%N; }
@@ -49,7 +44,7 @@ rows() {  # MANIFEST: its rows for $device as absolute "problem<TAB>candidate<TA
     $col["device"] == device { print base "/" $col["problem"], base "/" $col["candidate"], device }' "$1" |
     awk -F'\t' -v re="$filter" 're == "" || $2 ~ re'
 }
-assemble() {  # OUT/manifest.tsv, and OUT/counts: "EXAMPLES SUITE"
+assemble() {  # OUT/manifest.tsv, and OUT/counts: "EXAMPLES SUITE"; a changed set of candidates discards both sides
   local examples suite='' n_examples n_suite
   examples=$(rows "$root/examples/manifest.tsv")
   if [ -f "$root/bench/suite/manifest.tsv" ]; then
@@ -59,10 +54,15 @@ assemble() {  # OUT/manifest.tsv, and OUT/counts: "EXAMPLES SUITE"
   fi
   n_examples=$(printf '%s' "$examples" | grep -c . || true)
   n_suite=$(printf '%s' "$suite" | grep -c . || true)
-  { printf 'problem\tcandidate\tdevice\n'; printf '%s\n' "$examples" "$suite" | grep .; } >"$manifest" || {
+  { printf 'problem\tcandidate\tdevice\n'; printf '%s\n' "$examples" "$suite" | grep .; } >"$manifest.new" || {
     echo "bench: no $device rows${filter:+ matching $filter} in the manifests" >&2
     exit 1
   }
+  if [ -f "$manifest" ] && ! cmp -s "$manifest" "$manifest.new"; then
+    echo "bench: the candidates differ from those of $out: both sides start afresh" >&2
+    rm -rf "$out"/kbv* "$out/loop-extensions" "$out"/loop.* "$out/RESULTS-entry.md"
+  fi
+  mv "$manifest.new" "$manifest"
   echo "$n_examples $n_suite" >"$out/counts"
   echo "bench: $n_examples example + $n_suite suite candidates on $device; work in $out" >&2
   if [ "$device" = cuda ] && [ -z "$filter" ] && [ "$n_suite" -lt 20 ]; then
@@ -71,6 +71,11 @@ assemble() {  # OUT/manifest.tsv, and OUT/counts: "EXAMPLES SUITE"
 }
 kbv_pass() {  # PROTOCOL NAME: kbv run over the manifest from a cold cache; wall seconds to OUT/NAME.wall
   local start status=0
+  if [ ! -x "$kbv" ]; then
+    echo "bench: no kbv binary at $kbv: build it (make build PYTHON=python3 BUILD=build-gpu, or" \
+      "KBV_GPU_STAGES=build tests/gpu/run.sh) or set KBV" >&2
+    exit 1
+  fi
   rm -rf "$out/$2-cache" "$out/$2.sqlite"* "$out/$2.wall"  # cold builds, and no store to resume from
   echo "bench: kbv run --protocols $1 (log $out/$2.log)" >&2
   start=$(seconds)
@@ -149,6 +154,7 @@ def kbv_side(db_path):
     return {"records": {path: (verdict, speedup) for path, verdict, speedup, _ in rows},
             "failures": db.execute("SELECT COUNT(*) FROM failures").fetchone()[0],
             "protocol": json.loads(rows[0][3])["protocol"], "stages": stages, "facts": json.loads(facts[0]),
+            "began": began,
             # Builds run ahead on many cores, beside the GPU lane: their wall span, from the store's stamps.
             "builds": builds, "build_seconds": summed,
             "build_span": (utc(last) - utc(began)).total_seconds() if last else 0.0}
@@ -221,8 +227,11 @@ table.append(f"{'verdicts agree':28s}{f'{len(agree)}/{len(both)}':>10s}")
 if ratios:
     table.append(f"{'speedup kbv/loop, median':28s}{statistics.median(ratios):>10.2f}"
                  f"  ({min(ratios):.2f}..{max(ratios):.2f}, {len(ratios)} passing on both)")
+# The sides may run in separate calls (a machine that caps one command's time): when each ran.
+loop_dates = sorted(line["utc"] for line in starts if "utc" in line)
+when = f"kbv ran {kbv['began']}" + (f"; the loop {loop_dates[0]}..{loop_dates[-1]}" if loop_dates else "")
 header = (f"bench: {n_examples} example + {n_suite} suite candidates on {device}: {kbv_n} kbv, {loop_n} loop evaluations\n"
-          f"{heading}\n{trials}")
+          f"{heading}\n{when}\n{trials}")
 
 stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 entry = f"\n## {stamp}\n\n```\n{header}\n" + "\n".join(table + notes) + "\n```\n"
@@ -240,13 +249,13 @@ PY
 
 for stage in ${KBV_BENCH_STAGES:-kbv loop table}; do
   case $stage in
-    kbv)  # starts a bench afresh: an earlier loop's results go
-      rm -rf "$out/loop-extensions" "$out"/loop.* "$out/RESULTS-entry.md"
+    kbv)  # the kbv side afresh; a loop over the same candidates stays
       assemble
+      rm -f "$out/RESULTS-entry.md"
       kbv_pass kernelbench kbv
       if [ "${KBV_BENCH_VERIFIED:-0}" = 1 ]; then kbv_pass verified kbv-verified; else rm -rf "$out"/kbv-verified*; fi ;;
-    loop)
-      [ -f "$manifest" ] || { echo "bench: no $manifest: run the kbv stage first" >&2; exit 1; }
+    loop)  # resumes a paused loop over the same candidates
+      assemble
       loop_pass ;;
     table) table ;;
     *) echo "bench: unknown stage $stage (kbv, loop, table)" >&2; exit 2 ;;
