@@ -39,4 +39,15 @@ py::module_& monitor() {
   return *module;
 }
 
+void preload_for_workers() {
+  harness();
+  screen();
+  monitor();
+  try {
+    py::module_::import("setuptools");
+  } catch (const py::error_already_set&) {
+    // Without it no load_inline works: each candidate's own import reports that, where it belongs.
+  }
+}
+
 }  // namespace kbv::python

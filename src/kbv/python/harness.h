@@ -10,4 +10,11 @@ pybind11::module_& harness();  // kbv_harness: import files, build modules, call
 pybind11::module_& screen();   // kbv_screen: the static screen of a candidate's source
 pybind11::module_& monitor();  // kbv_monitor: the runtime watch of a candidate
 
+// In the zygote, before any fork: what every worker would otherwise import for itself. The three
+// modules above, and setuptools, the bulk (~0.3 s) of the torch.utils.cpp_extension import that
+// every candidate's load_inline makes. cpp_extension itself stays out: its import asks
+// torch.cuda.is_available(), which initializes CUDA, and a forked child cannot use a CUDA
+// initialized before the fork.
+void preload_for_workers();
+
 }  // namespace kbv::python

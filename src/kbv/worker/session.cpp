@@ -441,9 +441,12 @@ nlohmann::json input_checksum(const py::list& inputs) {
   double sum = 0, abs_sum = 0;
   for (const py::handle item : inputs) {
     if (!is_tensor(item)) continue;
-    const at::Tensor t = py::cast<at::Tensor>(item).to(at::kDouble);
-    sum += t.sum().item<double>();
-    abs_sum += t.abs().sum().item<double>();
+    // Accumulated in double as the elements are read: no double-sized copy of a large input
+    // (bool, which has no abs, is converted).
+    at::Tensor t = py::cast<at::Tensor>(item);
+    if (t.scalar_type() == at::kBool) t = t.to(at::kDouble);
+    sum += t.sum(at::kDouble).item<double>();
+    abs_sum += t.abs().sum(at::kDouble).item<double>();
   }
   return {{"sum", sum}, {"abs_sum", abs_sum}};
 }

@@ -17,6 +17,7 @@
 #include <pybind11/pybind11.h>
 
 #include "kbv/measure/memory.h"
+#include "kbv/python/harness.h"
 #include "kbv/python/interpreter.h"
 #include "kbv/worker/channel.h"
 #include "kbv/worker/worker_main.h"
@@ -113,6 +114,7 @@ Request receive_request() {
 int run_zygote(const std::string& python_executable) {
   measure::install_counting_cpu_allocator();
   python::start_interpreter(python_executable);
+  python::preload_for_workers();
   const pid_t parent = getppid();
   reply({{"ready", true}});
   for (;;) {
