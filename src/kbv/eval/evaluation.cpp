@@ -113,8 +113,8 @@ void evaluate_candidate(WorkerClient& worker, const EvalRequest& request, const 
       record.draws.push_back(judge(reference, {}, std::nullopt, protocol));
       continue;
     }
-    const Reply reply = worker.request(
-        {{"cmd", "check"}, {"draw", reference.draw.to_json()}, {"modes", {"candidate"}}}, Seconds(request.timeout_seconds));
+    const Reply reply = worker.request({{"cmd", "check"}, {"draw", reference.draw.to_json()}, {"modes", {"candidate"}}},
+                                       Seconds(request.timeout_seconds), Outputs::until_next_request);  // judged here
     if (reply.header.at("checksum") != reference.checksum) {
       throw EvalError("the two workers drew different inputs for one seed (does get_inputs() use a random source "
                       "other than torch, numpy or random?)");
@@ -140,7 +140,7 @@ void evaluate_candidate(WorkerClient& worker, const EvalRequest& request, const 
     json command = {{"cmd", "probe"}, {"draw", probe_draw->draw.to_json()}};
     const ReferenceDraw* refresh = refresh_draw(references, record.draws, probe_draw);
     if (refresh) command["refresh"] = refresh->draw.to_json();
-    const Reply probe = worker.request(command, Seconds(request.timeout_seconds));
+    const Reply probe = worker.request(command, Seconds(request.timeout_seconds), Outputs::until_next_request);  // judged here
     record.probe = probe.header.at("probe");
     hacks::merge(record.findings, hacks::judge_probe(probe.header.at("probe"), reference_trace, probe_draw->tolerance, protocol.detection));
     if (refresh && !probe.header.at("probe").contains("refreshed_bad_output")) {

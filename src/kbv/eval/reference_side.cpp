@@ -59,8 +59,9 @@ std::vector<ReferenceDraw> ReferenceSide::draws(const std::vector<Draw>& plan, b
     const bool first = draws.empty();
     json modes = first ? json{"reference", "reference", "baseline"} : json{"reference", "baseline"};
     try {
+      // Held for every candidate of the problem: placed where the worker never writes again.
       const Reply reply = worker_.request({{"cmd", "check"}, {"draw", draw.to_json()}, {"modes", modes}},
-                                          Seconds(config_.timeout_seconds));
+                                          Seconds(config_.timeout_seconds), Outputs::kept);
       std::vector<std::optional<std::string>> bad;
       auto outputs = outputs_by_mode(reply, &bad);
       if (bad[0]) throw EvalError("the problem's Model returns no tensors: " + *bad[0]);

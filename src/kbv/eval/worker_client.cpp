@@ -1,5 +1,6 @@
 #include "kbv/eval/worker_client.h"
 
+#include <algorithm>
 #include <iostream>
 #include <mutex>
 
@@ -9,10 +10,20 @@ namespace kbv::eval {
 
 namespace {
 
-worker::WorkerProcess start_worker(const std::string& role, const WorkerLaunch& launch) {
+std::shared_ptr<const worker::SharedRegion> make_region() {
+  try {
+    return worker::SharedRegion::create();
+  } catch (const std::exception& failed) {
+    static std::once_flag said;
+    std::call_once(said, [&] { std::cerr << "kbv: no shared output region (" << failed.what() << "); outputs go through the pipes\n"; });
+    return nullptr;
+  }
+}
+
+worker::WorkerProcess start_worker(const std::string& role, const WorkerLaunch& launch, int region_fd) {
   if (launch.zygote) {
     try {
-      return launch.zygote->spawn(role, launch.environment);
+      return launch.zygote->spawn(role, launch.environment, std::chrono::seconds(60), region_fd);
     } catch (const worker::ZygoteFailed& failed) {
       // The worker is still owed: started afresh, slower. Said once, the rest of the run alike.
       static std::once_flag said;
@@ -20,14 +31,17 @@ worker::WorkerProcess start_worker(const std::string& role, const WorkerLaunch& 
     }
   }
   return worker::WorkerProcess::start({launch.executable, "worker", "--role", role, "--python", launch.python},
-                                      launch.environment);
+                                      launch.environment, 64 * 1024, region_fd);
 }
 
 }  // namespace
 
-WorkerClient::WorkerClient(const std::string& role, const WorkerLaunch& launch) : process_(start_worker(role, launch)) {}
+WorkerClient::WorkerClient(const std::string& role, const WorkerLaunch& launch)
+    : region_(make_region()), process_(start_worker(role, launch, region_ ? region_->fd() : -1)) {}
 
-Reply WorkerClient::request(const nlohmann::json& command, std::chrono::duration<double> timeout) {
+Reply WorkerClient::request(const nlohmann::json& sent, std::chrono::duration<double> timeout, Outputs outputs) {
+  nlohmann::json command = sent;
+  if (outputs == Outputs::kept) command["keep"] = true;  // the worker places them where it never writes again
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout);
   const std::string what = command.value("cmd", "?");
@@ -69,12 +83,27 @@ Reply WorkerClient::request(const nlohmann::json& command, std::chrono::duration
       if (result.contains("outputs")) collect(result["outputs"]);
     }
   }
+  // A description with "region" is a view into the output region; every other one takes the next blob.
   auto& blobs = received.message.blobs;
-  if (metas.size() != blobs.size()) {
-    throw WorkerFailed("internal", "reply to '" + what + "' describes " + std::to_string(metas.size()) +
-                                       " tensors but carries " + std::to_string(blobs.size()));
+  const auto in_region = std::count_if(metas.begin(), metas.end(), [](const nlohmann::json& m) { return m.contains("region"); });
+  if (metas.size() - in_region != blobs.size() || (in_region > 0 && !region_)) {
+    throw WorkerFailed("internal", "reply to '" + what + "' describes " + std::to_string(metas.size()) + " tensors (" +
+                                       std::to_string(in_region) + " in a region) but carries " +
+                                       std::to_string(blobs.size()) + " blobs");
   }
-  for (size_t i = 0; i < blobs.size(); ++i) reply.tensors.push_back(worker::decode(metas[i], std::move(blobs[i])));
+  size_t blob = 0;
+  for (const nlohmann::json& meta : metas) {
+    if (!meta.contains("region")) {
+      reply.tensors.push_back(worker::decode(meta, std::move(blobs[blob++])));
+      continue;
+    }
+    try {
+      at::Tensor view = worker::SharedRegion::view(region_, meta);
+      reply.tensors.push_back(outputs == Outputs::owned ? view.clone() : view);
+    } catch (const std::runtime_error& bad) {
+      throw WorkerFailed("internal", "reply to '" + what + "': " + bad.what());
+    }
+  }
   return reply;
 }
 

@@ -13,6 +13,7 @@
 #include <ATen/core/Tensor.h>
 #include <nlohmann/json.hpp>
 
+#include "kbv/worker/shared_region.h"
 #include "kbv/worker/worker_process.h"
 #include "kbv/worker/zygote.h"
 
@@ -43,17 +44,26 @@ struct WorkerLaunch {
   std::shared_ptr<worker::Zygote> zygote;
 };
 
+// How long a reply's large tensors, which arrive as views into the worker's output region
+// (worker/shared_region.h), stay valid.
+enum class Outputs {
+  owned,               // copied out of the region: valid for as long as they are held
+  until_next_request,  // views, valid until the next request to the same worker (compare them at once)
+  kept,                // views the worker never overwrites ("keep" in the command): valid while held
+};
+
 class WorkerClient {
  public:
   WorkerClient(const std::string& role, const WorkerLaunch& launch);
   // Sends `command` and waits up to `timeout` for the reply. Throws WorkerLost (the process is
   // then killed and reaped) or WorkerFailed.
-  Reply request(const nlohmann::json& command, std::chrono::duration<double> timeout);
+  Reply request(const nlohmann::json& command, std::chrono::duration<double> timeout, Outputs outputs = Outputs::owned);
   // Asks the worker to exit, then reaps it (killing it if it does not go within a few seconds).
   void shutdown();
   std::string log_tail() const { return process_.log_tail(); }
 
  private:
+  std::shared_ptr<const worker::SharedRegion> region_;  // null when none could be made: blobs only
   worker::WorkerProcess process_;
   bool running_ = true;
 };

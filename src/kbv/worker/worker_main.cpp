@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <memory>
+#include <optional>
 #include <random>
 
 #include <ATen/ATen.h>
@@ -19,17 +21,27 @@
 #include "kbv/python/interpreter.h"
 #include "kbv/worker/channel.h"
 #include "kbv/worker/session.h"
+#include "kbv/worker/shared_region.h"
 #include "kbv/worker/tensor_codec.h"
+#include "kbv/worker/worker_process.h"
 
 namespace kbv::worker {
 namespace {
 
 using nlohmann::json;
 
-// Encodes outputs (or their sketches) for the reply: metas into `header[key]`, bytes appended.
+// The parent's shared-memory region for large outputs (shared_region.h); null without one.
+SharedRegion* output_region = nullptr;
+
+// Describes outputs (or their sketches) for the reply into `metas`: each large one placed in the
+// output region, the others encoded as blobs appended to `store`.
 void attach(std::vector<EncodedTensor>& store, json& metas, const std::vector<at::Tensor>& tensors) {
   metas = json::array();
   for (const at::Tensor& t : tensors) {
+    if (std::optional<json> placed = output_region ? output_region->place(t) : std::nullopt) {
+      metas.push_back(std::move(*placed));
+      continue;
+    }
     store.push_back(encode(t));
     metas.push_back(store.back().meta);
   }
@@ -96,6 +108,7 @@ void handle_timed_calls(Session& session, Channel& channel, const json& command)
 
 void handle(Session& session, Channel& channel, const json& command) {
   const std::string name = command.at("cmd");
+  if (output_region) output_region->begin_command(command.value("keep", false));
   if (name == "load") {
     json facts = session.load(command);
     facts["status"] = "ok";
@@ -159,6 +172,8 @@ int run_worker(Role role, const std::string& python_executable) {
 
 int serve_worker(Role role) {
   Channel channel = open_worker_channel();
+  static const std::unique_ptr<SharedRegion> region = SharedRegion::open_inherited(kInheritedFd);
+  output_region = region.get();
   Session session(role);
   for (;;) {
     Message message;

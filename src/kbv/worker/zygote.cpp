@@ -42,20 +42,20 @@ nlohmann::json receive_reply(int socket, Clock::time_point deadline, const std::
   }
 }
 
-void send_with_fds(int socket, const std::string& text, const int (&fds)[3]) {
+void send_with_fds(int socket, const std::string& text, std::span<const int> fds) {
   iovec data{const_cast<char*>(text.data()), text.size()};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)];
+  alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))];
   std::memset(control, 0, sizeof control);
   msghdr message{};
   message.msg_iov = &data;
   message.msg_iovlen = 1;
   message.msg_control = control;
-  message.msg_controllen = sizeof control;
+  message.msg_controllen = CMSG_SPACE(fds.size_bytes());
   cmsghdr* header = CMSG_FIRSTHDR(&message);
   header->cmsg_level = SOL_SOCKET;
   header->cmsg_type = SCM_RIGHTS;
-  header->cmsg_len = CMSG_LEN(sizeof fds);
-  std::memcpy(CMSG_DATA(header), fds, sizeof fds);
+  header->cmsg_len = CMSG_LEN(fds.size_bytes());
+  std::memcpy(CMSG_DATA(header), fds.data(), fds.size_bytes());
   ssize_t sent;
   while ((sent = sendmsg(socket, &message, MSG_NOSIGNAL)) == -1 && errno == EINTR) {
   }
@@ -85,16 +85,16 @@ std::shared_ptr<Zygote> Zygote::start(const std::string& executable, const std::
 }
 
 WorkerProcess Zygote::spawn(const std::string& role, const std::vector<std::pair<std::string, std::string>>& environment,
-                            std::chrono::duration<double> timeout) {
+                            std::chrono::duration<double> timeout, int inherited_fd) {
   WorkerProcess::ChildEnds child;
   WorkerProcess process = WorkerProcess::prepare(child);
   nlohmann::json request = {{"role", role}, {"environment", nlohmann::json::array()}};
   for (const auto& [name, value] : environment) request["environment"].push_back({name, value});
-  const int fds[3] = {child.command.get(), child.result.get(), child.log.get()};
+  const int fds[4] = {child.command.get(), child.result.get(), child.log.get(), inherited_fd};
   std::lock_guard lock(mutex_);
   if (broken_) throw ZygoteFailed("the zygote failed earlier: " + broken_reason_);
   try {
-    send_with_fds(socket_.get(), request.dump(), fds);
+    send_with_fds(socket_.get(), request.dump(), std::span<const int>(fds, inherited_fd >= 0 ? 4 : 3));
     child = {};  // the worker holds them now; ours would keep its pipes from ever reading EOF
     const nlohmann::json reply = receive_reply(socket_.get(), deadline_after(timeout), "fork a " + role + " worker");
     process.attach(reply.at("pid").get<pid_t>());

@@ -38,9 +38,10 @@ class Zygote {
                                        std::chrono::duration<double> timeout = std::chrono::seconds(300));
 
   // A worker of `role` ("reference" or "candidate") with `environment` set over the zygote's (which
-  // is this process's at start()). Thread-safe: one spawn at a time. Throws ZygoteFailed.
+  // is this process's at start()), and `inherited_fd` (when >= 0) at kInheritedFd, as
+  // WorkerProcess::start gives it. Thread-safe: one spawn at a time. Throws ZygoteFailed.
   WorkerProcess spawn(const std::string& role, const std::vector<std::pair<std::string, std::string>>& environment,
-                      std::chrono::duration<double> timeout = std::chrono::seconds(60));
+                      std::chrono::duration<double> timeout = std::chrono::seconds(60), int inherited_fd = -1);
 
   Zygote(WorkerProcess process, UniqueFd socket) : process_(std::move(process)), socket_(std::move(socket)) {}
 
@@ -49,7 +50,7 @@ class Zygote {
   bool broken_ = false;  // a request failed: the socket's replies can no longer be matched
   std::string broken_reason_;
   WorkerProcess process_;
-  UniqueFd socket_;  // SOCK_SEQPACKET: one request (JSON + three fds), one reply (JSON) each
+  UniqueFd socket_;  // SOCK_SEQPACKET: one request (JSON + three or four fds), one reply (JSON) each
 };
 
 // The zygote's side, `kbv worker --role zygote`: starts the interpreter, then forks a worker for

@@ -37,7 +37,7 @@ void reply(const nlohmann::json& message) {
 struct Request {
   ssize_t n = 0;
   std::string text;
-  int fds[3] = {-1, -1, -1};
+  int fds[4] = {-1, -1, -1, -1};  // command, result, log; the worker's inherited fd when given
   int fd_count = 0;
 };
 
@@ -61,7 +61,7 @@ Request receive_request() {
     for (int i = 0; i < count; ++i) {
       int fd;
       std::memcpy(&fd, CMSG_DATA(header) + i * sizeof(int), sizeof fd);
-      if (request.fd_count < 3) {
+      if (request.fd_count < 4) {
         request.fds[request.fd_count++] = fd;
       } else {
         close(fd);
@@ -81,10 +81,14 @@ Request receive_request() {
   if (getppid() != parent) _exit(1);  // it died before PDEATHSIG was armed
   setpgid(0, 0);
   const int null = open("/dev/null", O_RDONLY);
-  if (null == -1 || dup2(null, 0) == -1 || dup2(request.fds[2], 1) == -1 || dup2(request.fds[2], 2) == -1 ||
-      dup2(request.fds[0], kCommandFd) == -1 || dup2(request.fds[1], kResultFd) == -1)
+  // The inherited fd first: kInheritedFd (the zygote's socket here) is none of the sources.
+  const bool inherits = request.fd_count == 4;
+  if ((inherits && dup2(request.fds[3], kInheritedFd) == -1) || null == -1 || dup2(null, 0) == -1 ||
+      dup2(request.fds[2], 1) == -1 || dup2(request.fds[2], 2) == -1 || dup2(request.fds[0], kCommandFd) == -1 ||
+      dup2(request.fds[1], kResultFd) == -1)
     _exit(127);
-  close_range(kResultFd + 1, ~0u, 0);  // the zygote's socket, the received fds, anything inherited
+  // The zygote's socket (unless replaced by the inherited fd), the received fds, anything inherited.
+  close_range((inherits ? kInheritedFd : kResultFd) + 1, ~0u, 0);
   PyOS_AfterFork_Child();
   try {
     // Through os.environ, which also calls putenv: torch reads some from Python, CUDA from C.
@@ -128,7 +132,7 @@ int run_zygote(const std::string& python_executable) {
       return 1;
     }
     const nlohmann::json spec = nlohmann::json::parse(request.text, nullptr, false);
-    if (request.fd_count != 3 || spec.is_discarded() || !spec.contains("role") || !spec.contains("environment")) {
+    if (request.fd_count < 3 || spec.is_discarded() || !spec.contains("role") || !spec.contains("environment")) {
       for (int i = 0; i < request.fd_count; ++i) close(request.fds[i]);
       reply({{"error", "malformed request"}});
       continue;

@@ -1,0 +1,119 @@
+#include "kbv/worker/shared_region.h"
+
+#include <cerrno>
+#include <stdexcept>
+#include <system_error>
+#include <string>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ATen/ATen.h>
+
+#include "kbv/common/syscall.h"
+
+namespace kbv::worker {
+
+namespace {
+
+constexpr int kSeals = F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL;
+
+// Maps (and zero-fills) the pages of [address, address + bytes) in one call instead of one fault
+// per page. Best effort: kernels before 5.14 lack it, and the faults then happen one by one.
+void populate(const std::byte* address, std::uint64_t bytes, bool write) {
+#ifdef MADV_POPULATE_READ
+  const auto page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+  const auto start = reinterpret_cast<std::uintptr_t>(address) / page * page;
+  const auto end = reinterpret_cast<std::uintptr_t>(address) + bytes;
+  madvise(reinterpret_cast<void*>(start), end - start, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+#else
+  (void)address, (void)bytes, (void)write;
+#endif
+}
+
+std::uint64_t unsigned_at(const nlohmann::json& object, const char* key) {
+  const nlohmann::json& value = object.at(key);
+  if (!value.is_number_unsigned()) throw std::runtime_error(std::string("region tensor: '") + key + "' is not an unsigned number");
+  return value.get<std::uint64_t>();
+}
+
+}  // namespace
+
+SharedRegion::SharedRegion(UniqueFd fd, std::uint64_t size, bool writable)
+    : fd_(std::move(fd)), size_(size), writable_(writable) {
+  void* base = mmap(nullptr, size_, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED | MAP_NORESERVE, fd_.get(), 0);
+  if (base == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap of the output region");
+  base_ = static_cast<std::byte*>(base);
+}
+
+SharedRegion::~SharedRegion() {
+  if (base_) KBV_SYSCALL_NOTHROW(munmap(base_, size_));
+}
+
+std::shared_ptr<SharedRegion> SharedRegion::create() {
+  UniqueFd fd(KBV_SYSCALL(memfd_create("kbv-outputs", MFD_CLOEXEC | MFD_ALLOW_SEALING)));
+  KBV_SYSCALL(ftruncate(fd.get(), static_cast<off_t>(kCapacity)));
+  KBV_SYSCALL(fcntl(fd.get(), F_ADD_SEALS, kSeals));
+  return std::shared_ptr<SharedRegion>(new SharedRegion(std::move(fd), kCapacity, false));
+}
+
+std::unique_ptr<SharedRegion> SharedRegion::open_inherited(int fd) {
+  struct stat facts {};
+  if (fstat(fd, &facts) == -1 || !S_ISREG(facts.st_mode) || facts.st_size <= 0) return nullptr;
+  if (fcntl(fd, F_GET_SEALS) != kSeals) return nullptr;  // not a region the parent made
+  KBV_SYSCALL(fcntl(fd, F_SETFD, FD_CLOEXEC));            // the candidate's compilers need not see it
+  return std::unique_ptr<SharedRegion>(new SharedRegion(UniqueFd(fd), static_cast<std::uint64_t>(facts.st_size), true));
+}
+
+void SharedRegion::begin_command(bool keep) {
+  next_ = kept_end_;
+  keep_ = keep;
+}
+
+std::optional<nlohmann::json> SharedRegion::place(const at::Tensor& tensor) {
+  const auto bytes = static_cast<std::uint64_t>(tensor.nbytes());
+  if (!writable_ || bytes < kMinBytes || bytes > size_ - next_) return std::nullopt;
+  const std::uint64_t offset = next_;
+  populate(base_ + offset, bytes, true);
+  at::Tensor destination =
+      at::from_blob(base_ + offset, tensor.sizes(), at::TensorOptions().dtype(tensor.scalar_type()).device(at::kCPU));
+  destination.copy_(tensor.detach());
+  next_ = std::min(size_, (offset + bytes + kAlignment - 1) / kAlignment * kAlignment);
+  if (keep_) kept_end_ = next_;
+  return nlohmann::json{{"dtype", static_cast<int>(tensor.scalar_type())},
+                        {"dtype_name", c10::toString(tensor.scalar_type())},
+                        {"shape", tensor.sizes().vec()},
+                        {"region", {{"offset", offset}, {"bytes", bytes}}}};
+}
+
+at::Tensor SharedRegion::view(const std::shared_ptr<const SharedRegion>& region, const nlohmann::json& meta) {
+  const nlohmann::json& where = meta.at("region");
+  const std::uint64_t offset = unsigned_at(where, "offset"), bytes = unsigned_at(where, "bytes");
+  if (offset % kAlignment != 0 || offset > region->size_ || bytes > region->size_ - offset) {
+    throw std::runtime_error("region tensor out of bounds: offset " + std::to_string(offset) + ", " +
+                             std::to_string(bytes) + " bytes");
+  }
+  const int dtype = meta.at("dtype").get<int>();
+  if (dtype < 0 || dtype >= static_cast<int>(at::ScalarType::NumOptions)) throw std::runtime_error("region tensor: bad dtype");
+  const auto type = static_cast<at::ScalarType>(dtype);
+  const auto shape = meta.at("shape").get<std::vector<int64_t>>();
+  std::uint64_t expected = c10::elementSize(type);
+  for (const int64_t extent : shape) {
+    if (extent < 0 || __builtin_mul_overflow(expected, static_cast<std::uint64_t>(extent), &expected)) {
+      throw std::runtime_error("region tensor: bad shape");
+    }
+  }
+  if (expected != bytes) {
+    throw std::runtime_error("region tensor holds " + std::to_string(bytes) + " bytes, its shape needs " +
+                             std::to_string(expected));
+  }
+  std::byte* data = region->base_ + offset;
+  populate(data, bytes, false);
+  return at::from_blob(
+      data, shape, [region](void*) {}, at::TensorOptions().dtype(type));
+}
+
+}  // namespace kbv::worker

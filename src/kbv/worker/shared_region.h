@@ -1,0 +1,75 @@
+// Large output tensors from a worker to the parent through shared memory instead of the pipe.
+//
+// A 512 MiB output crossing the pipe cost ~2 s per draw on the H200 machine: a fresh host buffer
+// in the worker (page faults), the pipe's two copies, a fresh buffer in the parent (page faults
+// again). Through the region it is one copy into pages the worker reuses, read in place.
+//
+// The parent creates one region per worker: a memfd of kCapacity bytes (sparse: pages exist once
+// written), sealed against growing and shrinking before the worker sees it, so that nothing the
+// worker does can make the parent's reads fault (a shrunk file would SIGBUS them). The parent maps
+// it read-only; the worker, which may be the untrusted candidate, maps it read-write and can change
+// any byte at any time, so the parent trusts its content exactly as much as a blob's: bounds are
+// checked against the sealed size, and a candidate that rewrites its own outputs while they are
+// compared gains nothing it could not have sent.
+//
+// Placement (worker side): each command's outputs are written from `kept_end` on; a command that
+// carries "keep": true moves `kept_end` past them, so the parent may hold those views for as long
+// as it likes (the reference's draws); any other command's outputs are valid until the next command
+// (the candidate's checks, compared at once). Tensors under kMinBytes travel as blobs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include <ATen/core/Tensor.h>
+#include <nlohmann/json.hpp>
+
+#include "kbv/worker/channel.h"
+
+namespace kbv::worker {
+
+class SharedRegion {
+ public:
+  static constexpr std::uint64_t kCapacity = 64ull << 30;
+  static constexpr std::uint64_t kMinBytes = 1ull << 20;
+  static constexpr std::uint64_t kAlignment = 4096;
+
+  // Parent side: a sealed memfd, mapped read-only. Throws std::system_error.
+  static std::shared_ptr<SharedRegion> create();
+  // Worker side: the region the parent passed at `fd`, mapped read-write, or nullptr when `fd` is
+  // not one (a worker started without a region sends every tensor as a blob).
+  static std::unique_ptr<SharedRegion> open_inherited(int fd);
+
+  ~SharedRegion();
+  SharedRegion(const SharedRegion&) = delete;
+  SharedRegion& operator=(const SharedRegion&) = delete;
+
+  int fd() const { return fd_.get(); }
+  std::uint64_t size() const { return size_; }
+
+  // Worker side. Starts a command's placement (after the kept outputs); `keep` marks what it
+  // places as held by the parent.
+  void begin_command(bool keep);
+  // Copies `tensor` (any device, any layout) into the region and returns its description (dtype,
+  // shape, "region": {offset, bytes}), or nullopt when it is under kMinBytes or does not fit.
+  std::optional<nlohmann::json> place(const at::Tensor& tensor);
+
+  // Parent side: the tensor that `meta` describes, a view into the region that keeps the region
+  // mapped while it lives. Throws std::runtime_error when the description is out of bounds.
+  static at::Tensor view(const std::shared_ptr<const SharedRegion>& region, const nlohmann::json& meta);
+
+ private:
+  SharedRegion(UniqueFd fd, std::uint64_t size, bool writable);
+
+  UniqueFd fd_;
+  std::uint64_t size_ = 0;
+  std::byte* base_ = nullptr;
+  bool writable_ = false;
+  bool keep_ = false;
+  std::uint64_t kept_end_ = 0;
+  std::uint64_t next_ = 0;
+};
+
+}  // namespace kbv::worker
