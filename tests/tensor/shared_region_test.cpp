@@ -23,7 +23,7 @@ at::Tensor large(double value) { return at::full({1024, 512}, value, at::kFloat)
 TEST(SharedRegion, LargeTensorsArriveAsViewsSmallOnesAsBlobs) {
   Sides sides;
   ASSERT_NE(sides.worker, nullptr);
-  sides.worker->begin_command(false);
+  sides.worker->begin_command(false, false);
   const at::Tensor sent = at::randn({1024, 512});
   const std::optional<nlohmann::json> meta = sides.worker->place(sent);
   ASSERT_TRUE(meta.has_value());
@@ -34,7 +34,7 @@ TEST(SharedRegion, LargeTensorsArriveAsViewsSmallOnesAsBlobs) {
 
 TEST(SharedRegion, AnyLayoutAndTypeIsWrittenContiguous) {
   Sides sides;
-  sides.worker->begin_command(false);
+  sides.worker->begin_command(false, false);
   const at::Tensor sent = at::randn({512, 1024}, at::kDouble).t();  // not contiguous
   const std::optional<nlohmann::json> meta = sides.worker->place(sent);
   ASSERT_TRUE(meta.has_value());
@@ -44,19 +44,22 @@ TEST(SharedRegion, AnyLayoutAndTypeIsWrittenContiguous) {
   EXPECT_TRUE(at::equal(received, sent));
 }
 
-TEST(SharedRegion, KeptOutputsAreNeverOverwritten) {
+TEST(SharedRegion, KeptOutputsStayUntilReleased) {
   Sides sides;
-  sides.worker->begin_command(true);
+  sides.worker->begin_command(true, false);
   const nlohmann::json kept = *sides.worker->place(large(1));
-  sides.worker->begin_command(false);
+  sides.worker->begin_command(false, false);
   const nlohmann::json first = *sides.worker->place(large(2));
-  sides.worker->begin_command(false);
+  sides.worker->begin_command(false, false);
   const nlohmann::json second = *sides.worker->place(large(3));
   // The unkept outputs of two commands share their place; the kept one stays as it was.
   EXPECT_EQ(first["region"]["offset"], second["region"]["offset"]);
   EXPECT_GT(first["region"]["offset"].get<std::uint64_t>(), kept["region"]["offset"].get<std::uint64_t>());
   EXPECT_TRUE(at::equal(SharedRegion::view(sides.parent, kept), large(1)));
   EXPECT_TRUE(at::equal(SharedRegion::view(sides.parent, second), large(3)));
+  // Released, the kept place is the first to be written again.
+  sides.worker->begin_command(true, true);
+  EXPECT_EQ((*sides.worker->place(large(4)))["region"]["offset"], kept["region"]["offset"]);
 }
 
 TEST(SharedRegion, TheWorkerCannotResizeIt) {
@@ -70,7 +73,7 @@ TEST(SharedRegion, TheWorkerCannotResizeIt) {
 
 TEST(SharedRegion, DescriptionsOutOfBoundsAreRefused) {
   Sides sides;
-  sides.worker->begin_command(false);
+  sides.worker->begin_command(false, false);
   const nlohmann::json good = *sides.worker->place(large(1));
   auto with = [&](auto change) {
     nlohmann::json meta = good;

@@ -1,8 +1,10 @@
 // The reference side of one problem under one protocol on one device: a reference worker that
 // loads the problem once and then serves every candidate evaluated against it. Each candidate
-// gets its own input draws (its own secret seeds); the baseline is traced, timed and measured
-// once, when the first candidate needs it, so a run times a problem's baseline once, not once per
-// candidate. Any failure here is the evaluator's or the problem's (EvalError), never a candidate's.
+// gets its own input draws (its own secret seeds); under fixed seeds (kernelbench) every candidate
+// gets the same draws, and the reference computes them once. The baseline is traced, timed and
+// measured once, when the first candidate needs it, so a run times a problem's baseline once, not
+// once per candidate. Any failure here is the evaluator's or the problem's (EvalError), never a
+// candidate's.
 #pragma once
 
 #include <cstdint>
@@ -40,7 +42,8 @@ class ReferenceSide {
   ~ReferenceSide();
 
   // Reference and baseline outputs for every planned draw; `stochastic` when two calls on the
-  // first draw's inputs differ.
+  // first draw's inputs differ. The outputs of the previous plan must no longer be held: they live
+  // in the worker's output region, which a new plan reuses (the same plan gets them again).
   std::vector<ReferenceDraw> draws(const std::vector<Draw>& plan, bool& stochastic);
 
   // The first call traces the reference's forward on `traced` (when detection is on and there is
@@ -72,6 +75,9 @@ class ReferenceSide {
   protocol::MemoryResult baseline_memory_;
   nlohmann::json trace_;
   std::map<std::int64_t, double> copy_seconds_;
+  nlohmann::json last_plan_;  // the plan of last_draws_
+  std::vector<ReferenceDraw> last_draws_;
+  bool last_stochastic_ = false;
 };
 
 }  // namespace kbv::eval

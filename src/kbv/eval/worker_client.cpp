@@ -41,7 +41,8 @@ WorkerClient::WorkerClient(const std::string& role, const WorkerLaunch& launch)
 
 Reply WorkerClient::request(const nlohmann::json& sent, std::chrono::duration<double> timeout, Outputs outputs) {
   nlohmann::json command = sent;
-  if (outputs == Outputs::kept) command["keep"] = true;  // the worker places them where it never writes again
+  if (outputs == Outputs::kept || outputs == Outputs::kept_anew) command["keep"] = true;
+  if (outputs == Outputs::kept_anew) command["release_kept"] = true;
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout);
   const std::string what = command.value("cmd", "?");

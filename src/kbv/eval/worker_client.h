@@ -49,7 +49,8 @@ struct WorkerLaunch {
 enum class Outputs {
   owned,               // copied out of the region: valid for as long as they are held
   until_next_request,  // views, valid until the next request to the same worker (compare them at once)
-  kept,                // views the worker never overwrites ("keep" in the command): valid while held
+  kept,                // views the worker does not overwrite ("keep" in the command) until a kept_anew
+  kept_anew,           // as kept, after the worker releases every earlier kept output: the caller holds none
 };
 
 class WorkerClient {

@@ -68,7 +68,8 @@ std::unique_ptr<SharedRegion> SharedRegion::open_inherited(int fd) {
   return std::unique_ptr<SharedRegion>(new SharedRegion(UniqueFd(fd), static_cast<std::uint64_t>(facts.st_size), true));
 }
 
-void SharedRegion::begin_command(bool keep) {
+void SharedRegion::begin_command(bool keep, bool release_kept) {
+  if (release_kept) kept_end_ = 0;
   next_ = kept_end_;
   keep_ = keep;
 }

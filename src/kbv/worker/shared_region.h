@@ -13,9 +13,11 @@
 // compared gains nothing it could not have sent.
 //
 // Placement (worker side): each command's outputs are written from `kept_end` on; a command that
-// carries "keep": true moves `kept_end` past them, so the parent may hold those views for as long
-// as it likes (the reference's draws); any other command's outputs are valid until the next command
-// (the candidate's checks, compared at once). Tensors under kMinBytes travel as blobs.
+// carries "keep": true moves `kept_end` past them, so the parent may hold those views until it
+// sends "release_kept": true (the reference's draws, held for one candidate's evaluation, or for
+// every candidate of the problem when the seeds are fixed); any other command's outputs are valid
+// until the next command (the candidate's checks, compared at once). Tensors under kMinBytes
+// travel as blobs.
 #pragma once
 
 #include <cstddef>
@@ -49,9 +51,9 @@ class SharedRegion {
   int fd() const { return fd_.get(); }
   std::uint64_t size() const { return size_; }
 
-  // Worker side. Starts a command's placement (after the kept outputs); `keep` marks what it
-  // places as held by the parent.
-  void begin_command(bool keep);
+  // Worker side. Starts a command's placement: after the kept outputs, or from the start when
+  // `release_kept` (the parent holds none of them any more); `keep` marks what it places as held.
+  void begin_command(bool keep, bool release_kept);
   // Copies `tensor` (any device, any layout) into the region and returns its description (dtype,
   // shape, "region": {offset, bytes}), or nullopt when it is under kMinBytes or does not fit.
   std::optional<nlohmann::json> place(const at::Tensor& tensor);

@@ -108,7 +108,7 @@ void handle_timed_calls(Session& session, Channel& channel, const json& command)
 
 void handle(Session& session, Channel& channel, const json& command) {
   const std::string name = command.at("cmd");
-  if (output_region) output_region->begin_command(command.value("keep", false));
+  if (output_region) output_region->begin_command(command.value("keep", false), command.value("release_kept", false));
   if (name == "load") {
     json facts = session.load(command);
     facts["status"] = "ok";
