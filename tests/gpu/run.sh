@@ -6,8 +6,9 @@
 # CUDA rows of the hack corpus (tests/hacks/manifest.tsv: each hack named, honest ones clean), then
 # kbv run + kbv report over the CUDA examples as one model's samples (stage `run`, not in the default
 # stages: KBV_GPUS=0,1 on a two-GPU machine), and kbv audit of the examples and of tests/audit's
-# defective problems (stage `audit`, not in the default stages either), and bench/fidelity.py (stage
-# `fidelity`: kbv's times against Nsight Compute's, the spread of repeated evaluations).
+# defective problems (stage `audit`, not in the default stages either), bench/fidelity.py (stage
+# `fidelity`: kbv's times against Nsight Compute's, the spread of repeated evaluations) and
+# bench/overhead.py (stage `overhead`: kbv's own seconds per evaluation beside the kernel time).
 # Prints a short table last. Usage: tests/gpu/run.sh [OUT_DIR]   (stages: KBV_GPU_STAGES)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -37,6 +38,8 @@ for stage in $stages; do
       tests/gpu/run_suite.sh "$out/run" | tee "$out/run.txt" || status=1 ;;
     fidelity)
       python3 bench/fidelity.py "$out/fidelity" --kbv "$KBV" | tee "$out/fidelity.txt" || status=1 ;;
+    overhead)
+      python3 bench/overhead.py "$out/overhead" --kbv "$KBV" | tee "$out/overhead.txt" || status=1 ;;
     audit)
       "$KBV" audit --problems examples/problems --device cuda --json "$out/audit-examples.json" | tee "$out/audit.txt" || status=1
       "$KBV" audit --problems tests/audit/problems --device cuda --json "$out/audit-corpus.json" | tee -a "$out/audit.txt" || status=1 ;;

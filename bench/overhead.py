@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""kbv's own cost per evaluation (issue 6, goal: <= 1 s beside compile and kernel time).
+
+For each candidate (built first, so no build is counted), one `kbv eval` per protocol; from its
+record: the wall time, the kernel time inside it (each timed side's samples times its median: the
+calls kbv had to make), and the rest, kbv's overhead, with the stages that hold most of it. A
+single `kbv eval` starts its own reference worker; `kbv run` shares one per problem (bench/run.sh).
+
+Usage: overhead.py OUT_DIR [--kbv KBV] [--device cuda|cpu] [--only REGEX]
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# (label, problem, candidate): microseconds and milliseconds of kernel time, small and 512 MiB outputs.
+CANDIDATES = [
+    ("relu_vec4", "examples/problems/1_ReLU.py", "bench/suite/candidates/1_ReLU/relu_vec4.py"),
+    ("layernorm_warp", "bench/suite/problems/9_LayerNorm.py", "bench/suite/candidates/9_LayerNorm/welford_warp.py"),
+    ("sgemm128", "examples/problems/7_LargeMatmul.py", "bench/suite/candidates/7_LargeMatmul/sgemm128.py"),
+    ("layernorm_large", "bench/suite/problems/14_LayerNormLarge.py", "bench/suite/candidates/14_LayerNormLarge/block_regs.py"),
+    ("softmax_large", "bench/suite/problems/15_SoftmaxLarge.py", "bench/suite/candidates/15_SoftmaxLarge/regs_block.py"),
+]
+CPU_CANDIDATES = [
+    ("relu_cpu", "examples/problems/1_ReLU.py", "examples/candidates/1_ReLU/cpu_honest.py"),
+]
+
+
+def kernel_seconds(record):
+    """Seconds of the timed calls themselves: samples x median, per timed side."""
+    total = 0.0
+    for side in ("baseline", "candidate"):
+        timing = (record.get("timing") or {}).get(side)
+        if timing:
+            total += timing["samples"] * timing["seconds"]
+    return total
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out")
+    parser.add_argument("--kbv", default=os.path.join(ROOT, "build-gpu", "kbv"))
+    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    parser.add_argument("--only", default="", help="regex on the candidates' labels")
+    args = parser.parse_args()
+    chosen = [c for c in (CANDIDATES if args.device == "cuda" else CPU_CANDIDATES) if re.search(args.only, c[0])]
+    if not chosen:
+        sys.exit(f"overhead: no candidate matches {args.only!r}")
+    os.makedirs(args.out, exist_ok=True)
+    subprocess.run([args.kbv, "compile", "--device", args.device, "-j", str(os.cpu_count()),
+                    *[os.path.join(ROOT, c[2]) for c in chosen]], check=True)
+    rows = []
+    for label, problem, candidate in chosen:
+        for protocol in ("kernelbench", "verified"):
+            path = os.path.join(args.out, f"{label}.{protocol}.json")
+            done = subprocess.run([args.kbv, "eval", os.path.join(ROOT, problem), os.path.join(ROOT, candidate),
+                                   "--device", args.device, "--protocol", protocol, "--json", path, "--quiet"],
+                                  capture_output=True, text=True)
+            if not os.path.exists(path):
+                print(f"{label} {protocol}: no record (exit {done.returncode}): {done.stderr[-500:]}", file=sys.stderr)
+                continue
+            record = json.load(open(path))
+            kernel = kernel_seconds(record)
+            stages = sorted(record.get("stage_seconds", {}).items(), key=lambda item: -item[1])[:3]
+            rows.append((label, protocol, record["verdict"], record["wall_seconds"], kernel,
+                         record["wall_seconds"] - kernel, ", ".join(f"{n} {s:.2f}" for n, s in stages)))
+    print(f"{'candidate':16s} {'protocol':12s} {'verdict':10s} {'wall':>7s} {'kernel':>7s} {'overhead':>8s}  largest stages (s)")
+    for label, protocol, verdict, wall, kernel, overhead, stages in rows:
+        print(f"{label:16s} {protocol:12s} {verdict:10s} {wall:7.2f} {kernel:7.3f} {overhead:8.2f}  {stages}")
+
+
+if __name__ == "__main__":
+    main()
