@@ -1,10 +1,10 @@
 #include "kbv/worker/shared_region.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <stdexcept>
 #include <system_error>
 #include <string>
-#include <vector>
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -14,6 +14,7 @@
 #include <ATen/ATen.h>
 
 #include "kbv/common/syscall.h"
+#include "kbv/worker/tensor_codec.h"
 
 namespace kbv::worker {
 
@@ -84,10 +85,9 @@ std::optional<nlohmann::json> SharedRegion::place(const at::Tensor& tensor) {
   destination.copy_(tensor.detach());
   next_ = std::min(size_, (offset + bytes + kAlignment - 1) / kAlignment * kAlignment);
   if (keep_) kept_end_ = next_;
-  return nlohmann::json{{"dtype", static_cast<int>(tensor.scalar_type())},
-                        {"dtype_name", c10::toString(tensor.scalar_type())},
-                        {"shape", tensor.sizes().vec()},
-                        {"region", {{"offset", offset}, {"bytes", bytes}}}};
+  nlohmann::json meta = describe(tensor);
+  meta["region"] = {{"offset", offset}, {"bytes", bytes}};
+  return meta;
 }
 
 at::Tensor SharedRegion::view(const std::shared_ptr<const SharedRegion>& region, const nlohmann::json& meta) {
@@ -97,24 +97,9 @@ at::Tensor SharedRegion::view(const std::shared_ptr<const SharedRegion>& region,
     throw std::runtime_error("region tensor out of bounds: offset " + std::to_string(offset) + ", " +
                              std::to_string(bytes) + " bytes");
   }
-  const int dtype = meta.at("dtype").get<int>();
-  if (dtype < 0 || dtype >= static_cast<int>(at::ScalarType::NumOptions)) throw std::runtime_error("region tensor: bad dtype");
-  const auto type = static_cast<at::ScalarType>(dtype);
-  const auto shape = meta.at("shape").get<std::vector<int64_t>>();
-  std::uint64_t expected = c10::elementSize(type);
-  for (const int64_t extent : shape) {
-    if (extent < 0 || __builtin_mul_overflow(expected, static_cast<std::uint64_t>(extent), &expected)) {
-      throw std::runtime_error("region tensor: bad shape");
-    }
-  }
-  if (expected != bytes) {
-    throw std::runtime_error("region tensor holds " + std::to_string(bytes) + " bytes, its shape needs " +
-                             std::to_string(expected));
-  }
   std::byte* data = region->base_ + offset;
   populate(data, bytes, false);
-  return at::from_blob(
-      data, shape, [region](void*) {}, at::TensorOptions().dtype(type));
+  return wrap(meta, data, bytes, [region](void*) {});
 }
 
 }  // namespace kbv::worker

@@ -1,6 +1,7 @@
 #include "kbv/worker/tensor_codec.h"
 
 #include <stdexcept>
+#include <string>
 
 #include <ATen/ATen.h>
 
@@ -10,26 +11,44 @@ std::span<const std::byte> EncodedTensor::bytes() const {
   return {static_cast<const std::byte*>(cpu.const_data_ptr()), static_cast<size_t>(cpu.nbytes())};
 }
 
+nlohmann::json describe(const at::Tensor& tensor) {
+  return {{"dtype", static_cast<int>(tensor.scalar_type())},
+          {"dtype_name", c10::toString(tensor.scalar_type())},
+          {"shape", tensor.sizes().vec()}};
+}
+
 EncodedTensor encode(const at::Tensor& tensor) {
   EncodedTensor encoded;
   encoded.cpu = tensor.detach().to(at::kCPU).contiguous();
-  encoded.meta = {{"dtype", static_cast<int>(encoded.cpu.scalar_type())},
-                  {"dtype_name", c10::toString(encoded.cpu.scalar_type())},
-                  {"shape", encoded.cpu.sizes().vec()}};
+  encoded.meta = describe(encoded.cpu);
   return encoded;
 }
 
-at::Tensor decode(const nlohmann::json& meta, std::vector<std::byte>&& blob) {
-  const auto type = static_cast<at::ScalarType>(meta.at("dtype").get<int>());
-  const auto shape = meta.at("shape").get<std::vector<int64_t>>();
-  auto* owned = new std::vector<std::byte>(std::move(blob));
-  at::Tensor tensor = at::from_blob(
-      owned->data(), shape, [owned](void*) { delete owned; }, at::TensorOptions().dtype(type));
-  if (tensor.nbytes() != owned->size()) {
-    throw std::runtime_error("tensor blob holds " + std::to_string(owned->size()) + " bytes, its shape needs " +
-                             std::to_string(tensor.nbytes()));
+at::Tensor wrap(const nlohmann::json& meta, void* data, std::uint64_t bytes, std::function<void(void*)> release) {
+  try {
+    const int dtype = meta.at("dtype").get<int>();
+    if (dtype < 0 || dtype >= static_cast<int>(at::ScalarType::NumOptions)) throw std::runtime_error("tensor: bad dtype");
+    const auto type = static_cast<at::ScalarType>(dtype);
+    const auto shape = meta.at("shape").get<std::vector<int64_t>>();
+    std::uint64_t needed = c10::elementSize(type);
+    for (const int64_t extent : shape) {
+      if (extent < 0 || __builtin_mul_overflow(needed, static_cast<std::uint64_t>(extent), &needed)) {
+        throw std::runtime_error("tensor: bad shape");
+      }
+    }
+    if (needed != bytes) {
+      throw std::runtime_error("tensor holds " + std::to_string(bytes) + " bytes, its shape needs " + std::to_string(needed));
+    }
+    return at::from_blob(data, shape, std::move(release), at::TensorOptions().dtype(type));
+  } catch (...) {
+    release(data);
+    throw;
   }
-  return tensor;
+}
+
+at::Tensor decode(const nlohmann::json& meta, std::vector<std::byte>&& blob) {
+  auto* owned = new std::vector<std::byte>(std::move(blob));
+  return wrap(meta, owned->data(), owned->size(), [owned](void*) { delete owned; });
 }
 
 }  // namespace kbv::worker
