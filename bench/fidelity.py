@@ -44,9 +44,9 @@ TIMED_RANGE = "kbv timed candidate"
 NCU_CALLS = 50
 
 
-def kbv_eval(kbv, problem, candidate, protocol, json_path):
+def kbv_eval(kbv, problem, candidate, protocol, json_path, device="cuda"):
     """Runs one evaluation; returns its record (None when kbv wrote none) and its wall seconds."""
-    command = [kbv, "eval", os.path.join(ROOT, problem), os.path.join(ROOT, candidate), "--device", "cuda",
+    command = [kbv, "eval", os.path.join(ROOT, problem), os.path.join(ROOT, candidate), "--device", device,
                "--protocol", protocol, "--quiet", "--json", json_path]
     begun = time.monotonic()
     done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

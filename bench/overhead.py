@@ -9,13 +9,14 @@ single `kbv eval` starts its own reference worker; `kbv run` shares one per prob
 Usage: overhead.py OUT_DIR [--kbv KBV] [--device cuda|cpu] [--only REGEX]
 """
 import argparse
-import json
 import os
 import re
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from fidelity import ROOT, kbv_eval  # this folder is on the path of a script run from it
+
+
 # (label, problem, candidate): microseconds and milliseconds of kernel time, small and 512 MiB outputs.
 CANDIDATES = [
     ("relu_vec4", "examples/problems/1_ReLU.py", "bench/suite/candidates/1_ReLU/relu_vec4.py"),
@@ -55,14 +56,10 @@ def main():
     rows = []
     for label, problem, candidate in chosen:
         for protocol in ("kernelbench", "verified"):
-            path = os.path.join(args.out, f"{label}.{protocol}.json")
-            done = subprocess.run([args.kbv, "eval", os.path.join(ROOT, problem), os.path.join(ROOT, candidate),
-                                   "--device", args.device, "--protocol", protocol, "--json", path, "--quiet"],
-                                  capture_output=True, text=True)
-            if not os.path.exists(path):
-                print(f"{label} {protocol}: no record (exit {done.returncode}): {done.stderr[-500:]}", file=sys.stderr)
+            record, _ = kbv_eval(args.kbv, problem, candidate, protocol,
+                                 os.path.join(args.out, f"{label}.{protocol}.json"), args.device)
+            if record is None:
                 continue
-            record = json.load(open(path))
             kernel = kernel_seconds(record)
             stages = sorted(record.get("stage_seconds", {}).items(), key=lambda item: -item[1])[:3]
             rows.append((label, protocol, record["verdict"], record["wall_seconds"], kernel,
