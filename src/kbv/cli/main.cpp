@@ -27,21 +27,22 @@ namespace {
 
 std::string self_executable() { return std::filesystem::canonical("/proc/self/exe").string(); }
 
-// Workers forked from a zygote (worker/zygote.h) or started afresh. auto: the zygote on the CPU;
-// on cuda not until it has run on the H200 (docs/performance.md).
+// Workers forked from a zygote (worker/zygote.h) or started afresh. auto is kbv's choice: on, on
+// both devices since the CUDA demo (with its device fault) gave the same verdicts forked
+// (docs/gpu-runs.md, 2026-12-01).
 CLI::Option* add_zygote_option(CLI::App* command, std::string& zygote) {
   return command
       ->add_option("--zygote", zygote,
                    "Fork workers from one process that has imported torch (on), or start each afresh (off); "
-                   "auto: on for cpu, off for cuda")
+                   "auto: kbv's choice (on)")
       ->envname("KBV_ZYGOTE")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
 }
 
-kbv::eval::WorkerLaunch worker_launch(const std::string& zygote, const std::string& device) {
+kbv::eval::WorkerLaunch worker_launch(const std::string& zygote) {
   kbv::eval::WorkerLaunch launch{self_executable(), kbv::python::default_python_executable(), {}, nullptr};
-  if (zygote == "on" || (zygote == "auto" && device == "cpu")) {
+  if (zygote != "off") {
     try {
       launch.zygote = kbv::worker::Zygote::start(launch.executable, launch.python);
     } catch (const std::exception& failed) {
@@ -72,7 +73,7 @@ int run_eval(const EvalOptions& options, const std::string& zygote) {
   request.timeout_seconds = options.timeout;
   request.compile_timeout_seconds = options.compile_timeout;
   request.cache_dir = cache_dir();
-  request.launch = worker_launch(zygote, options.device);
+  request.launch = worker_launch(zygote);
   if (!options.quiet) {
     const auto started = std::chrono::steady_clock::now();
     request.progress = [started](std::string_view stage) {
@@ -108,7 +109,7 @@ int run_compile(const CompileOptions& options, const std::string& zygote) {
   request.jobs = options.jobs;
   request.timeout_seconds = options.timeout;
   request.cache_dir = cache_dir();
-  request.launch = worker_launch(zygote, options.device);
+  request.launch = worker_launch(zygote);
   size_t finished = 0;
   request.done = [&](const kbv::eval::CompileResult& r) {
     char seconds[32];
@@ -186,10 +187,10 @@ int main(int argc, char** argv) {
     if (*eval_cmd) return run_eval(eval, zygote);
     if (*compile_cmd) return run_compile(compile, zygote);
     if (*run_cmd) {
-      return kbv::cli::run_command(run, cache_dir(), worker_launch(zygote, run.device));
+      return kbv::cli::run_command(run, cache_dir(), worker_launch(zygote));
     }
     if (*report_cmd) return kbv::report::run_report(report);
-    if (*audit_cmd) return kbv::cli::audit_command(audit, worker_launch(zygote, audit.device));
+    if (*audit_cmd) return kbv::cli::audit_command(audit, worker_launch(zygote));
     if (*worker_cmd) {
       if (role == "zygote") return kbv::worker::run_zygote(python);
       return kbv::worker::run_worker(role == "reference" ? kbv::worker::Role::reference : kbv::worker::Role::candidate,
