@@ -13,6 +13,12 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 const double kNaN = std::nan("");
 
+// The two halves of KernelBench's judgement, taken apart.
+double max_abs_difference(const at::Tensor& x, const at::Tensor& r) { return closeness(x, r, 1e-4, 1e-4).max_abs_difference; }
+bool kernelbench_allclose(const at::Tensor& x, const at::Tensor& r, double atol, double rtol) {
+  return closeness(x, r, atol, rtol).allclose;
+}
+
 TEST(ScaledError, ExactMatchIsZero) {
   const at::Tensor r = at::randn({64, 64});
   EXPECT_EQ(scaled_error(r.clone(), r), 0.0);
@@ -23,7 +29,7 @@ TEST(ScaledError, ZerosDoNotPassAnOutputOfTinyValues) {
   // the scaled error of zeros is |r| / (rms + |r|), about 0.5.
   const at::Tensor r = at::softmax(at::rand({4, 65536}), 1);
   const at::Tensor zeros = at::zeros_like(r);
-  EXPECT_TRUE(check::allclose(zeros, r, 1e-4, 1e-4));
+  EXPECT_TRUE(kernelbench_allclose(zeros, r, 1e-4, 1e-4));
   EXPECT_GT(scaled_error(zeros, r), 0.4);
 }
 
@@ -93,23 +99,50 @@ TEST(ScaledError, FusedPassAgreesWithTheExpressions) {
   EXPECT_EQ(scaled_error(at::full({1 << 18}, 1e-30), zeros), kInf);
 }
 
+// The expressions go slice by slice (2^24 elements): what lies past the first slice counts, and
+// the RMS is the whole tensor's.
+TEST(ScaledError, ExpressionsCoverEverySlice) {
+  const int64_t side = 4100;  // 16.8 M elements: two slices
+  at::Tensor r = at::randn({side, side});
+  at::Tensor x = r.clone();
+  x.index_put_({side - 1, side - 2}, r.index({side - 1, side - 2}) + 0.5);  // flattened: the second slice
+  const at::Tensor rt = r.t().contiguous().t(), xt = x.t().contiguous().t();
+  EXPECT_NEAR(scaled_error(xt, rt), scaled_error(x, r), 1e-12);
+  EXPECT_GT(scaled_error(xt, rt), 0.1);
+  EXPECT_NEAR(finite_rms(rt), finite_rms(r), 1e-9);
+  EXPECT_EQ(max_abs_difference(xt, rt), max_abs_difference(x, r));
+  x.index_put_({side - 1, side - 1}, kNaN);
+  EXPECT_EQ(scaled_error(x.t().contiguous().t(), rt), kInf);
+  EXPECT_FALSE(all_finite({x}));
+  EXPECT_FALSE(all_finite({x.t().contiguous().t()}));
+  EXPECT_TRUE(all_finite({r, rt}));
+}
+
+TEST(ScaledError, DifferentShapesAreNotComparable) {
+  EXPECT_EQ(scaled_error(at::zeros({4, 1}), at::zeros({4})), kInf);
+  EXPECT_EQ(scaled_error(at::zeros({1}), at::zeros({4})), kInf);  // no broadcasting
+}
+
 TEST(MaxAbsDifference, FusedPassAgreesWithTheExpression) {
-  const at::Tensor r = at::randn({300, 200});
-  const at::Tensor x = r + 1e-3 * at::randn({300, 200});
-  const double expected = (x.to(at::kDouble) - r.to(at::kDouble)).abs().max().item<double>();
-  EXPECT_EQ(max_abs_difference(x, r), expected);
-  EXPECT_EQ(max_abs_difference(x.t().contiguous().t(), r.t().contiguous().t()), expected);  // the expression's path
-  at::Tensor nan = x.clone();
-  nan.index_put_({7, 7}, kNaN);
-  EXPECT_TRUE(std::isnan(max_abs_difference(nan, r)));
+  for (const at::ScalarType type : {at::kFloat, at::kDouble, at::kHalf}) {
+    const at::Tensor r = at::randn({300, 200}).to(type);
+    const at::Tensor x = (r.to(at::kFloat) + 1e-2 * at::randn({300, 200})).to(type);
+    const double expected = (x.to(at::kDouble) - r.to(at::kDouble)).abs().max().item<double>();
+    EXPECT_EQ(max_abs_difference(x, r), expected) << type;
+    EXPECT_EQ(max_abs_difference(x.t().contiguous().t(), r.t().contiguous().t()), expected) << type;  // the expression's path
+    at::Tensor nan = x.clone();
+    nan.index_put_({7, 7}, kNaN);
+    EXPECT_TRUE(std::isnan(max_abs_difference(nan, r))) << type;
+    EXPECT_TRUE(std::isnan(max_abs_difference(nan.t().contiguous().t(), r.t().contiguous().t()))) << type;
+  }
   EXPECT_EQ(max_abs_difference(at::zeros({0}), at::zeros({0})), 0.0);
 }
 
 TEST(Allclose, MatchesKernelBenchTolerance) {
   const at::Tensor r = at::ones({4});
-  EXPECT_TRUE(check::allclose(r + 1.5e-4, r, 1e-4, 1e-4));   // 1e-4 + 1e-4 * 1
-  EXPECT_FALSE(check::allclose(r + 3e-4, r, 1e-4, 1e-4));
-  EXPECT_FALSE(check::allclose(at::full({4}, kNaN), at::full({4}, kNaN), 1e-4, 1e-4));  // equal_nan=False
+  EXPECT_TRUE(kernelbench_allclose(r + 1.5e-4, r, 1e-4, 1e-4));   // 1e-4 + 1e-4 * 1
+  EXPECT_FALSE(kernelbench_allclose(r + 3e-4, r, 1e-4, 1e-4));
+  EXPECT_FALSE(kernelbench_allclose(at::full({4}, kNaN), at::full({4}, kNaN), 1e-4, 1e-4));  // equal_nan=False
 }
 
 // The fused pass (contiguous float and double) answers as torch's allclose does, at the boundary
@@ -123,13 +156,13 @@ TEST(Allclose, FusedPassAgreesWithTorch) {
       for (int64_t i = 0; i < 64; ++i) {  // one element at a time at the boundary, the rest equal
         at::Tensor one = r.clone();
         one[i] = x[i];
-        EXPECT_EQ(check::allclose(one, r, 1e-4, 1e-4), at::allclose(one, r, 1e-4, 1e-4)) << type << " f=" << f << " i=" << i;
+        EXPECT_EQ(kernelbench_allclose(one, r, 1e-4, 1e-4), at::allclose(one, r, 1e-4, 1e-4)) << type << " f=" << f << " i=" << i;
       }
-      EXPECT_EQ(check::allclose(x, r, 1e-4, 1e-4), at::allclose(x, r, 1e-4, 1e-4)) << type << " f=" << f;
+      EXPECT_EQ(kernelbench_allclose(x, r, 1e-4, 1e-4), at::allclose(x, r, 1e-4, 1e-4)) << type << " f=" << f;
     }
     const at::Tensor inf = at::full({8}, kInf, type);
-    EXPECT_TRUE(check::allclose(inf.clone(), inf, 1e-4, 1e-4));
-    EXPECT_FALSE(check::allclose(-inf, inf, 1e-4, 1e-4));
+    EXPECT_TRUE(kernelbench_allclose(inf.clone(), inf, 1e-4, 1e-4));
+    EXPECT_FALSE(kernelbench_allclose(-inf, inf, 1e-4, 1e-4));
   }
 }
 

@@ -18,13 +18,25 @@ at::Tensor round_to_tf32(const at::Tensor& x) {
   return x.view(at::kInt).bitwise_and(~((1 << 13) - 1)).view(at::kFloat);
 }
 
-ReferenceDraw matmul_draw(Family family = Family::standard) {
+struct MatmulDraw {
+  ReferenceDraw draw;
+  at::Tensor baseline;  // TF32
+
+  // The baseline's error, as the reference worker measures it (after any edit of a test).
+  ReferenceDraw measured() const {
+    ReferenceDraw d = draw;
+    d.baseline_error = check::scaled_error({baseline}, d.reference);
+    return d;
+  }
+};
+
+MatmulDraw matmul_draw(Family family = Family::standard) {
   const at::Tensor a = at::randn({128, 128}), b = at::randn({128, 128});
-  ReferenceDraw d;
-  d.draw = {family, 0, nlohmann::json::object(), 1};
-  d.reference = {at::matmul(a.to(at::kDouble), b.to(at::kDouble)).to(at::kFloat)};
-  d.baseline = {at::matmul(round_to_tf32(a), round_to_tf32(b))};
-  return d;
+  MatmulDraw m;
+  m.draw.draw = {family, 0, nlohmann::json::object(), 1};
+  m.draw.reference = {at::matmul(a.to(at::kDouble), b.to(at::kDouble)).to(at::kFloat)};
+  m.baseline = at::matmul(round_to_tf32(a), round_to_tf32(b));
+  return m;
 }
 
 TEST(Tolerance, IsTheFloorWhenTheBaselineIsExact) {
@@ -35,23 +47,23 @@ TEST(Tolerance, IsTheFloorWhenTheBaselineIsExact) {
 
 TEST(Tolerance, AsAccurateAsTf32PassesTenTimesWorseFails) {
   const protocol::Protocol p = protocol::verified();
-  std::vector<ReferenceDraw> draws = {matmul_draw()};
+  const MatmulDraw m = matmul_draw();
+  std::vector<ReferenceDraw> draws = {m.measured()};
   prepare(draws, p);
   const ReferenceDraw& d = draws[0];
   ASSERT_GT(d.baseline_error, p.error_floor / p.baseline_multiplier);  // TF32 error dominates the floor
-  EXPECT_EQ(judge(d, d.baseline, std::nullopt, p).status, "pass");
+  EXPECT_EQ(judge(d, {m.baseline}, std::nullopt, p).status, "pass");
   // Ten times the baseline's own error: the reference plus 10x the baseline's deviation.
-  const at::Tensor worse = d.reference[0] + 10 * (d.baseline[0] - d.reference[0]);
+  const at::Tensor worse = d.reference[0] + 10 * (m.baseline - d.reference[0]);
   EXPECT_EQ(judge(d, {worse}, std::nullopt, p).status, "fail");
 }
 
 TEST(Prepare, NonFiniteReferenceUnderAHiddenFamilyIsOutOfDomain) {
   const protocol::Protocol p = protocol::verified();
-  ReferenceDraw standard = matmul_draw(Family::standard);
-  ReferenceDraw normal = matmul_draw(Family::normal);
-  normal.reference[0][0][0] = std::nan("");
-  normal.baseline[0][0][0] = std::nan("");
-  std::vector<ReferenceDraw> draws = {standard, normal};
+  MatmulDraw normal = matmul_draw(Family::normal);
+  normal.draw.reference[0][0][0] = std::nan("");
+  normal.baseline[0][0] = std::nan("");
+  std::vector<ReferenceDraw> draws = {matmul_draw(Family::standard).measured(), normal.measured()};
   prepare(draws, p);
   EXPECT_TRUE(draws[0].skip_reason.empty());
   EXPECT_NE(draws[1].skip_reason.find("out of domain"), std::string::npos);
@@ -59,16 +71,16 @@ TEST(Prepare, NonFiniteReferenceUnderAHiddenFamilyIsOutOfDomain) {
 
 TEST(Prepare, ADrawTheBaselineFailsIsSkipped) {
   const protocol::Protocol p = protocol::verified();
-  ReferenceDraw d = matmul_draw();
-  d.baseline[0][1][1] = std::numeric_limits<float>::infinity();
-  std::vector<ReferenceDraw> draws = {d};
+  MatmulDraw m = matmul_draw();
+  m.baseline[1][1] = std::numeric_limits<float>::infinity();
+  std::vector<ReferenceDraw> draws = {m.measured()};
   prepare(draws, p);
   EXPECT_NE(draws[0].skip_reason.find("baseline_fails"), std::string::npos);
 }
 
 TEST(Judge, BadOutputsFailWithTheirReason) {
   const protocol::Protocol p = protocol::verified();
-  std::vector<ReferenceDraw> draws = {matmul_draw()};
+  std::vector<ReferenceDraw> draws = {matmul_draw().measured()};
   prepare(draws, p);
   EXPECT_EQ(judge(draws[0], {}, std::string("output 0 is builtins.int"), p).reason, "output 0 is builtins.int");
   const auto wrong_shape = judge(draws[0], {at::zeros({128 * 128})}, std::nullopt, p);
@@ -81,7 +93,6 @@ TEST(Judge, KernelbenchUsesAllclose) {
   ReferenceDraw d;
   d.draw = {Family::standard, 0, nlohmann::json::object(), 1};
   d.reference = {at::softmax(at::rand({2, 65536}), 1)};
-  d.baseline = d.reference;
   std::vector<ReferenceDraw> draws = {d};
   prepare(draws, p);
   // Its blind spot, reproduced: zeros pass a wide softmax.

@@ -53,6 +53,9 @@ double fused_finite_rms(const at::Tensor& r) {
   return total.count == 0 ? 0.0 : std::sqrt(total.sum / static_cast<double>(total.count));
 }
 
+// The larger of two values; a NaN wins, as in torch's max.
+double worse(double a, double b) { return std::isnan(a) || a > b ? a : b; }
+
 // The largest `value(x_i, r_i)` in float64, over contiguous CPU tensors of one floating dtype;
 // a NaN value wins, as in torch's max.
 template <typename F>
@@ -71,7 +74,7 @@ double max_over_pairs(const at::Tensor& x, const at::Tensor& r, const F& value) 
           }
           return part;
         },
-        [](double a, double b) { return std::isnan(a) || a > b ? a : b; });
+        worse);
   });
   return worst;
 }
@@ -91,60 +94,113 @@ double fused_max_abs_difference(const at::Tensor& x, const at::Tensor& r) {
 }
 
 // torch.isclose's arithmetic per element (TensorCompare.cpp): x == r, or a finite |x - r| within
-// atol + |rtol * r|, each step rounded to the tensors' dtype as its tensor steps are. Float and
-// double only: for half types torch rounds every intermediate to the half type.
+// atol + |rtol * r|, each step rounded to the tensors' dtype as its tensor steps are; beside it
+// the float64 difference. Float and double only: for half types torch rounds every intermediate
+// to the half type.
 template <typename T>
-bool fused_allclose(const at::Tensor& x, const at::Tensor& r, double atol, double rtol) {
+Closeness fused_closeness(const at::Tensor& x, const at::Tensor& r, double atol, double rtol) {
   const T* xs = x.const_data_ptr<T>();
   const T* rs = r.const_data_ptr<T>();
   const T a = static_cast<T>(atol), q = static_cast<T>(rtol);
   return at::parallel_reduce(
-      int64_t{0}, r.numel(), kGrain, true,
-      [&](int64_t begin, int64_t end, bool part) {
-        for (int64_t i = begin; i < end && part; ++i) {
+      int64_t{0}, r.numel(), kGrain, Closeness{},
+      [&](int64_t begin, int64_t end, Closeness part) {
+        for (int64_t i = begin; i < end; ++i) {
           const T allowed = a + std::abs(q * rs[i]);
           const T actual = std::abs(xs[i] - rs[i]);
-          part = xs[i] == rs[i] || (std::isfinite(actual) && actual <= allowed);
+          part.allclose = part.allclose && (xs[i] == rs[i] || (std::isfinite(actual) && actual <= allowed));
+          part.max_abs_difference =
+              worse(part.max_abs_difference, std::abs(static_cast<double>(xs[i]) - static_cast<double>(rs[i])));
         }
         return part;
       },
-      [](bool p, bool q2) { return p && q2; });
+      [](Closeness p, Closeness q2) {
+        return Closeness{p.allclose && q2.allclose, worse(p.max_abs_difference, q2.max_abs_difference)};
+      });
 }
 
-}  // namespace
-
-double finite_rms(const at::Tensor& r) {
-  if (r.device().is_cpu() && r.is_contiguous() && at::isFloatingType(r.scalar_type())) return fused_finite_rms(r);
-  if (!at::isFloatingType(r.scalar_type())) return std::sqrt(r.to(at::kDouble).square().mean().item<double>());
-  const at::Tensor rd = r.to(at::kDouble);
-  const at::Tensor finite = at::isfinite(rd);
-  const auto count = finite.sum().item<int64_t>();
-  if (count == 0) return 0.0;
-  return std::sqrt(at::where(finite, rd, 0.0).square().sum().item<double>() / static_cast<double>(count));
+bool fused_all_finite(const at::Tensor& t) {
+  bool finite = true;
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, t.scalar_type(), "all_finite", [&] {
+    const scalar_t* data = t.const_data_ptr<scalar_t>();
+    finite = at::parallel_reduce(
+        int64_t{0}, t.numel(), kGrain, true,
+        [&](int64_t begin, int64_t end, bool part) {
+          for (int64_t i = begin; i < end && part; ++i) part = std::isfinite(static_cast<double>(data[i]));
+          return part;
+        },
+        [](bool a, bool b) { return a && b; });
+  });
+  return finite;
 }
 
-double scaled_error(const at::Tensor& x, const at::Tensor& r, std::optional<double> reference_rms) {
-  if (x.numel() == 0) return 0.0;
-  if (!at::isFloatingType(r.scalar_type())) return at::equal(x, r) ? 0.0 : kInfinity;
-  if (fusable(x, r)) return fused_scaled_error(x, r, reference_rms.value_or(fused_finite_rms(r)));
+// The tensor expressions (device tensors in the worker, mixed dtypes, strided views) work on
+// slices of the flattened tensors, so that their float64 temporaries take a few times a slice,
+// not a few times the output (8 GiB of them for a 512 MiB float32 output on the device).
+constexpr int64_t kSlice = int64_t{1} << 24;
+
+// The largest `slice_value(x_slice, r_slice)` over the slices; a NaN wins.
+template <typename F>
+double max_over_slices(const at::Tensor& x, const at::Tensor& r, const F& slice_value) {
+  if (x.numel() != r.numel()) return kInfinity;
+  const at::Tensor xf = x.reshape(-1), rf = r.reshape(-1);
+  double worst = 0;
+  for (int64_t begin = 0; begin < rf.numel(); begin += kSlice) {
+    const int64_t length = std::min(kSlice, rf.numel() - begin);
+    const double value = slice_value(xf.narrow(0, begin, length), rf.narrow(0, begin, length));
+    if (std::isnan(value)) return value;
+    worst = std::max(worst, value);
+  }
+  return worst;
+}
+
+double slice_scaled_error(const at::Tensor& x, const at::Tensor& r, double rms) {
   const at::Tensor xd = x.to(at::kDouble);
   const at::Tensor rd = r.to(at::kDouble);
   const at::Tensor finite = at::isfinite(rd);
   if (!finite.all().item<bool>()) {
     // Same non-finite value required: NaN where NaN, +inf where +inf, -inf where -inf.
-    const at::Tensor nonfinite = at::logical_not(finite);
     const at::Tensor same = at::logical_or(at::logical_and(at::isnan(xd), at::isnan(rd)), at::eq(xd, rd));
     if (!at::logical_or(finite, same).all().item<bool>()) return kInfinity;
   }
   const at::Tensor xs = at::where(finite, xd, 0.0);
   const at::Tensor rs = at::where(finite, rd, 0.0);
   if (!at::isfinite(xs).all().item<bool>()) return kInfinity;
-  const double rms = reference_rms.value_or(finite_rms(r));
   const at::Tensor diff = (xs - rs).abs_();
   const at::Tensor scale = rs.abs().add_(rms);
   // Where the scale is zero (an exactly zero output, everywhere zero), only exact zeros pass.
   const at::Tensor ratio = at::where(scale > 0, diff / scale, at::where(diff > 0, kInfinity, 0.0));
   return ratio.max().item<double>();
+}
+
+}  // namespace
+
+double finite_rms(const at::Tensor& r) {
+  if (r.device().is_cpu() && r.is_contiguous() && at::isFloatingType(r.scalar_type())) return fused_finite_rms(r);
+  const at::Tensor rf = r.reshape(-1);
+  double sum = 0;
+  int64_t count = 0;
+  for (int64_t begin = 0; begin < rf.numel(); begin += kSlice) {
+    const at::Tensor rd = rf.narrow(0, begin, std::min(kSlice, rf.numel() - begin)).to(at::kDouble);
+    if (!at::isFloatingType(r.scalar_type())) {
+      sum += rd.square().sum().item<double>();
+      count += rd.numel();
+      continue;
+    }
+    const at::Tensor finite = at::isfinite(rd);
+    count += finite.sum().item<int64_t>();
+    sum += at::where(finite, rd, 0.0).square().sum().item<double>();
+  }
+  return count == 0 ? 0.0 : std::sqrt(sum / static_cast<double>(count));
+}
+
+double scaled_error(const at::Tensor& x, const at::Tensor& r, std::optional<double> reference_rms) {
+  if (x.sizes() != r.sizes()) return kInfinity;
+  if (x.numel() == 0) return 0.0;
+  if (!at::isFloatingType(r.scalar_type())) return at::equal(x, r) ? 0.0 : kInfinity;
+  if (fusable(x, r)) return fused_scaled_error(x, r, reference_rms.value_or(fused_finite_rms(r)));
+  const double rms = reference_rms.value_or(finite_rms(r));
+  return max_over_slices(x, r, [rms](const at::Tensor& xs, const at::Tensor& rs) { return slice_scaled_error(xs, rs, rms); });
 }
 
 double scaled_error(const std::vector<at::Tensor>& xs, const std::vector<at::Tensor>& rs) {
@@ -153,16 +209,18 @@ double scaled_error(const std::vector<at::Tensor>& xs, const std::vector<at::Ten
   return worst;
 }
 
-double max_abs_difference(const at::Tensor& x, const at::Tensor& r) {
-  if (x.numel() == 0) return 0.0;
-  if (fusable(x, r)) return fused_max_abs_difference(x, r);
-  return (x.to(at::kDouble) - r.to(at::kDouble)).abs().max().item<double>();
-}
-
-bool allclose(const at::Tensor& x, const at::Tensor& r, double atol, double rtol) {
-  if (fusable(x, r) && r.scalar_type() == at::kFloat) return fused_allclose<float>(x, r, atol, rtol);
-  if (fusable(x, r) && r.scalar_type() == at::kDouble) return fused_allclose<double>(x, r, atol, rtol);
-  return at::allclose(x, r, rtol, atol, /*equal_nan=*/false);
+Closeness closeness(const at::Tensor& x, const at::Tensor& r, double atol, double rtol) {
+  if (x.numel() == 0) return {};
+  const bool fuse = fusable(x, r) && x.sizes() == r.sizes();
+  if (fuse && r.scalar_type() == at::kFloat) return fused_closeness<float>(x, r, atol, rtol);
+  if (fuse && r.scalar_type() == at::kDouble) return fused_closeness<double>(x, r, atol, rtol);
+  Closeness result;
+  result.allclose = at::allclose(x, r, rtol, atol, /*equal_nan=*/false);
+  result.max_abs_difference = fuse ? fused_max_abs_difference(x, r)
+                                   : max_over_slices(x, r, [](const at::Tensor& xs, const at::Tensor& rs) {
+                                       return (xs.to(at::kDouble) - rs.to(at::kDouble)).abs().max().item<double>();
+                                     });
+  return result;
 }
 
 std::optional<std::string> structure_mismatch(const std::vector<at::Tensor>& outputs,
@@ -185,7 +243,8 @@ std::optional<std::string> structure_mismatch(const std::vector<at::Tensor>& out
 
 bool all_finite(const std::vector<at::Tensor>& tensors) {
   for (const at::Tensor& t : tensors) {
-    if (at::isFloatingType(t.scalar_type()) && !at::isfinite(t).all().item<bool>()) return false;
+    if (!at::isFloatingType(t.scalar_type())) continue;
+    if (t.device().is_cpu() && t.is_contiguous() ? !fused_all_finite(t) : !at::isfinite(t).all().item<bool>()) return false;
   }
   return true;
 }

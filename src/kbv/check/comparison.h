@@ -12,18 +12,22 @@ namespace kbv::check {
 // max_i |x_i - r_i| / (rms(r) + |r_i|), in float64. The RMS term makes the bound scale-aware:
 // zeros never pass an output whose values are all small. Where r is non-finite, x must hold the
 // same non-finite value; where r is finite, a non-finite x is an infinite error. Non-floating
-// outputs compare exactly (0 or infinity). `reference_rms` overrides rms(r) (for sketches,
-// whose few sampled points estimate it poorly).
+// outputs compare exactly (0 or infinity); different shapes do not compare (infinity).
+// `reference_rms` overrides rms(r) (for sketches, whose few sampled points estimate it poorly,
+// and for a reference judged many times).
 double scaled_error(const at::Tensor& x, const at::Tensor& r, std::optional<double> reference_rms = std::nullopt);
 
 // Root mean square of the finite entries, in float64.
 double finite_rms(const at::Tensor& r);
 
-// max |x - r| in float64 (NaN where any difference is NaN), as KernelBench reports it.
-double max_abs_difference(const at::Tensor& x, const at::Tensor& r);
-
-// torch.allclose(x, r, rtol, atol) with equal_nan=False, as KernelBench calls it.
-bool allclose(const at::Tensor& x, const at::Tensor& r, double atol, double rtol);
+// KernelBench's judgement of one output: torch.allclose(x, r, rtol, atol) with equal_nan=False,
+// and the max |x - r| in float64 it reports beside it (NaN where any difference is NaN). One pass
+// over both tensors where they are contiguous CPU float or double tensors of the same shape.
+struct Closeness {
+  bool allclose = true;
+  double max_abs_difference = 0;
+};
+Closeness closeness(const at::Tensor& x, const at::Tensor& r, double atol, double rtol);
 
 // The largest scaled error over paired outputs.
 double scaled_error(const std::vector<at::Tensor>& xs, const std::vector<at::Tensor>& rs);

@@ -23,15 +23,6 @@ std::string format_error(double value) {
   return out.str();
 }
 
-// KernelBench reports max |x - r| beside its allclose verdict.
-double max_abs_difference(const std::vector<at::Tensor>& xs, const std::vector<at::Tensor>& rs) {
-  double worst = 0;
-  for (size_t i = 0; i < xs.size(); ++i) {
-    worst = std::max(worst, check::max_abs_difference(xs[i], rs[i]));
-  }
-  return worst;
-}
-
 }  // namespace
 
 double derive_tolerance(double baseline_error, const protocol::Protocol& protocol) {
@@ -57,12 +48,13 @@ void prepare(std::vector<ReferenceDraw>& draws, const protocol::Protocol& protoc
     }
     // Self-check: the TF32 baseline is held to the rule it defines; it can only fail where it
     // produces a non-finite value the reference does not (baseline_fails).
-    d.baseline_error = check::scaled_error(d.baseline, d.reference);
     if (!std::isfinite(d.baseline_error)) {
       d.skip_reason = "baseline_fails: the TF32 baseline itself does not match the reference";
       continue;
     }
     d.tolerance = derive_tolerance(d.baseline_error, protocol);
+    d.reference_rms.clear();
+    for (const at::Tensor& r : d.reference) d.reference_rms.push_back(check::finite_rms(r));
   }
 }
 
@@ -91,16 +83,24 @@ DrawResult judge(const ReferenceDraw& reference, const std::vector<at::Tensor>& 
     return result;
   }
   if (protocol.comparison == Comparison::allclose) {
-    result.error = max_abs_difference(outputs, reference.reference);
+    // KernelBench reports max |x - r| beside its allclose verdict.
     bool close = true;
+    result.error = 0;
     for (size_t i = 0; i < outputs.size(); ++i) {
-      close = close && check::allclose(outputs[i], reference.reference[i], protocol.atol, protocol.rtol);
+      const check::Closeness c = check::closeness(outputs[i], reference.reference[i], protocol.atol, protocol.rtol);
+      close = close && c.allclose;
+      if (!std::isnan(result.error) && !(c.max_abs_difference <= result.error)) result.error = c.max_abs_difference;
     }
     result.status = close ? "pass" : "fail";
     if (!close) result.reason = "not allclose (atol=rtol=" + format_error(protocol.atol) + ")";
     return result;
   }
-  result.error = check::scaled_error(outputs, reference.reference);
+  result.error = 0;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::optional<double> rms =
+        i < reference.reference_rms.size() ? std::optional<double>(reference.reference_rms[i]) : std::nullopt;
+    result.error = std::max(result.error, check::scaled_error(outputs[i], reference.reference[i], rms));
+  }
   const bool pass = result.error <= result.tolerance;
   result.status = pass ? "pass" : "fail";
   if (!pass) {

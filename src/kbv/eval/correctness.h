@@ -19,11 +19,14 @@ namespace kbv::eval {
 struct ReferenceDraw {
   Draw draw;
   std::vector<at::Tensor> reference;  // TF32 off (the protocol's reference flags)
-  std::vector<at::Tensor> baseline;   // the timed baseline's flags
   nlohmann::json checksum;            // of the inputs, to confirm the candidate saw the same
   std::string skip_reason;            // non-empty: not judged
+  // Scaled comparison only: the scaled error of the timed baseline's outputs (its flags, on the
+  // same inputs) against the reference, measured by the reference worker; infinity where the
+  // baseline gave no comparable outputs.
   double baseline_error = 0;
   double tolerance = 0;
+  std::vector<double> reference_rms;  // per output, set by prepare() for the scaled comparison
 };
 
 // Marks draws outside the problem's domain (non-finite reference where the standard inputs

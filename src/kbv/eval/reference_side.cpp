@@ -1,6 +1,7 @@
 #include "kbv/eval/reference_side.h"
 
-#include "kbv/check/comparison.h"
+#include <limits>
+
 #include "kbv/eval/evaluation.h"
 #include "kbv/eval/timing_run.h"
 
@@ -25,6 +26,12 @@ Reply reference_request(WorkerClient& worker, const json& command, double timeou
   } catch (const WorkerLost& lost) {
     throw_reference_lost(worker, lost);
   }
+}
+
+// A mode's scaled error against the first mode, from the worker (JSON null: not finite).
+double error_of(const json& result) {
+  const json& error = result.contains("error") ? result["error"] : json();
+  return error.is_number() ? error.get<double>() : std::numeric_limits<double>::infinity();
 }
 
 }  // namespace
@@ -62,22 +69,30 @@ std::vector<ReferenceDraw> ReferenceSide::draws(const std::vector<Draw>& plan, b
   config_.progress("reference: " + std::to_string(plan.size()) + " input draws");
   std::vector<ReferenceDraw> draws;
   stochastic = false;
+  // The baseline's outputs only set the scaled comparison's tolerance (allclose has a fixed one).
+  const bool scaled = config_.protocol.comparison == protocol::Comparison::scaled;
   for (const Draw& draw : plan) {
-    ReferenceDraw d{draw, {}, {}, {}, "", 0, 0};
+    ReferenceDraw d;
+    d.draw = draw;
     const bool first = draws.empty();
-    json modes = first ? json{"reference", "reference", "baseline"} : json{"reference", "baseline"};
+    json modes = {"reference"};
+    if (first) modes.push_back("reference");
+    if (scaled) modes.push_back("baseline");
     try {
       // Held through the evaluation (and the next ones, for the same plan): kept in the worker's
-      // region, where the previous plan's outputs are released by the first draw.
-      const Reply reply = worker_.request({{"cmd", "check"}, {"draw", draw.to_json()}, {"modes", modes}},
-                                          Seconds(config_.timeout_seconds), first ? Outputs::kept_anew : Outputs::kept);
+      // region, where the previous plan's outputs are released by the first draw. The later
+      // modes are judged against the first in the worker, on the device.
+      const Reply reply = worker_.request(
+          {{"cmd", "check"}, {"draw", draw.to_json()}, {"modes", modes}, {"errors_against_first", true}},
+          Seconds(config_.timeout_seconds), first ? Outputs::kept_anew : Outputs::kept);
       std::vector<std::optional<std::string>> bad;
       auto outputs = outputs_by_mode(reply, &bad);
       if (bad[0]) throw EvalError("the problem's Model returns no tensors: " + *bad[0]);
+      const json& results = reply.header.at("results");
       d.reference = outputs.front();
-      d.baseline = outputs.back();
+      if (scaled) d.baseline_error = error_of(results.back());
       d.checksum = reply.header.at("checksum");
-      if (first) stochastic = check::scaled_error(outputs[0], outputs[1]) != 0.0;
+      if (first) stochastic = error_of(results[1]) != 0.0;
     } catch (const WorkerFailed& failed) {
       if (failed.kind != "reference_error") throw EvalError("the reference worker failed: " + std::string(failed.what()));
       if (draw.family == protocol::Family::standard) {

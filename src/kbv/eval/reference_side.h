@@ -41,9 +41,10 @@ class ReferenceSide {
   ReferenceSide& operator=(const ReferenceSide&) = delete;
   ~ReferenceSide();
 
-  // Reference and baseline outputs for every planned draw; `stochastic` when two calls on the
-  // first draw's inputs differ. The outputs of the previous plan must no longer be held: they live
-  // in the worker's output region, which a new plan reuses (the same plan gets them again).
+  // The reference's outputs for every planned draw and, under the scaled comparison, the TF32
+  // baseline's error against them; `stochastic` when two calls on the first draw's inputs
+  // differ. The outputs of the previous plan must no longer be held: they live in the worker's
+  // output region, which a new plan reuses (the same plan gets them again).
   std::vector<ReferenceDraw> draws(const std::vector<Draw>& plan, bool& stochastic);
 
   // The first call traces the reference's forward on `traced` (when detection is on and there is

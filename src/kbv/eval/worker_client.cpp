@@ -130,7 +130,9 @@ std::vector<std::vector<at::Tensor>> outputs_by_mode(const Reply& reply, std::ve
       if (bad) bad->push_back(result.at("bad_output").get<std::string>());
     } else {
       if (bad) bad->push_back(std::nullopt);
-      for (size_t i = 0; i < result.at("outputs").size(); ++i) outputs.push_back(reply.tensors.at(next++));
+      // A mode judged in the worker (errors_against_first) holds its error, not outputs.
+      const size_t count = result.contains("outputs") ? result["outputs"].size() : 0;
+      for (size_t i = 0; i < count; ++i) outputs.push_back(reply.tensors.at(next++));
     }
     by_mode.push_back(std::move(outputs));
   }

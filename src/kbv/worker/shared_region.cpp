@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <ATen/ATen.h>
+#include <cuda_runtime_api.h>
 
 #include "kbv/common/syscall.h"
 #include "kbv/worker/tensor_codec.h"
@@ -75,11 +76,25 @@ void SharedRegion::begin_command(bool keep, bool release_kept) {
   keep_ = keep;
 }
 
+bool SharedRegion::pin_through(std::uint64_t end) {
+  if (pin_failed_) return false;
+  end = std::min(size_, (end + kPinStep - 1) / kPinStep * kPinStep);
+  if (end <= pinned_end_) return true;
+  // Registering faults the pages in as populate() would; the registration outlives the command.
+  if (cudaHostRegister(base_ + pinned_end_, end - pinned_end_, cudaHostRegisterDefault) != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky: later CUDA calls must not see it
+    pin_failed_ = true;
+    return false;
+  }
+  pinned_end_ = end;
+  return true;
+}
+
 std::optional<nlohmann::json> SharedRegion::place(const at::Tensor& tensor) {
   const auto bytes = static_cast<std::uint64_t>(tensor.nbytes());
   if (!writable_ || bytes < kMinBytes || bytes > size_ - next_) return std::nullopt;
   const std::uint64_t offset = next_;
-  populate(base_ + offset, bytes, true);
+  if (!tensor.is_cuda() || !pin_through(offset + bytes)) populate(base_ + offset, bytes, true);
   at::Tensor destination =
       at::from_blob(base_ + offset, tensor.sizes(), at::TensorOptions().dtype(tensor.scalar_type()).device(at::kCPU));
   destination.copy_(tensor.detach());

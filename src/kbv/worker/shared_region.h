@@ -18,6 +18,11 @@
 // every candidate of the problem when the seeds are fixed); any other command's outputs are valid
 // until the next command (the candidate's checks, compared at once). Tensors under kMinBytes
 // travel as blobs.
+//
+// A device tensor's copy goes to pages the worker has registered with CUDA (page-locked, from the
+// start of the region up to the highest byte placed so far): a DMA at the link's speed instead of
+// the driver's copy through its own staging buffer. Placements reuse the same offsets command
+// after command, so each page is registered once per worker.
 #pragma once
 
 #include <cstddef>
@@ -64,6 +69,11 @@ class SharedRegion {
 
  private:
   SharedRegion(UniqueFd fd, std::uint64_t size, bool writable);
+  // Registers the region with CUDA up to `end` (rounded up to kPinStep); false when it is not (the
+  // copy then goes through pageable memory).
+  bool pin_through(std::uint64_t end);
+
+  static constexpr std::uint64_t kPinStep = 2ull << 20;
 
   UniqueFd fd_;
   std::uint64_t size_ = 0;
@@ -72,6 +82,8 @@ class SharedRegion {
   bool keep_ = false;
   std::uint64_t kept_end_ = 0;
   std::uint64_t next_ = 0;
+  std::uint64_t pinned_end_ = 0;
+  bool pin_failed_ = false;
 };
 
 }  // namespace kbv::worker

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <random>
@@ -57,17 +58,30 @@ std::vector<at::Tensor> sketch_of(const std::vector<at::Tensor>& outputs, const 
   return check::sketch(outputs, request.at("seed").get<std::uint64_t>(), request.at("points").get<int>());
 }
 
+// The scaled error of `outputs` against `first` (infinity where they cannot be compared).
+double error_against(const std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& first) {
+  if (check::structure_mismatch(outputs, first)) return std::numeric_limits<double>::infinity();
+  return check::scaled_error(outputs, first);
+}
+
 // `check`: draw one input set, run forward under each mode, return the outputs (or sketches).
+// With `errors_against_first`, a later mode's outputs stay here: its reply holds their scaled
+// error against the first mode's (the reference worker's second call and its TF32 baseline are
+// judged on the device, and only the reference crosses to the parent).
 void handle_check(Session& session, Channel& channel, const json& command) {
   const pybind11::list inputs = session.draw(command.at("draw"));
   json header = {{"status", "ok"}, {"checksum", input_checksum(inputs)}, {"results", json::array()}};
   std::vector<EncodedTensor> tensors;
+  const bool errors_only = command.value("errors_against_first", false);
+  std::optional<std::vector<at::Tensor>> first;
   for (const json& mode : command.at("modes")) {
     const std::string family = command.at("draw").value("family", "standard");
     Forward forward = session.forward(mode.get<std::string>(), inputs, "check on " + family + " inputs");
     json result = {{"mode", mode}};
     if (forward.bad_output) {
       result["bad_output"] = *forward.bad_output;
+    } else if (errors_only && first) {
+      result["error"] = error_against(forward.outputs, *first);
     } else if (command.contains("sketch")) {
       json rms = json::array();
       for (const at::Tensor& t : forward.outputs) rms.push_back(check::finite_rms(t));
@@ -76,6 +90,7 @@ void handle_check(Session& session, Channel& channel, const json& command) {
     } else {
       attach(tensors, result["outputs"], forward.outputs);
     }
+    if (errors_only && !first) first = forward.outputs;
     header["results"].push_back(result);
   }
   reply(channel, header, tensors);
