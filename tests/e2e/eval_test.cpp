@@ -1,7 +1,9 @@
 // `kbv eval` end to end on the CPU, as a user runs it: the real binary, real worker processes,
 // real embedded Python and torch, candidates compiled by load_inline. Every CPU row of
 // examples/manifest.tsv is evaluated under both protocols and must get its expected verdict.
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -204,6 +206,26 @@ TEST(Unverifiable, StochasticReferenceIsNotJudged) {
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.record["verdict"], "unverifiable");
   EXPECT_NE(r.record["verdict_reason"].get<std::string>().find("stochastic"), std::string::npos);
+}
+
+// A build killed while it held torch's build lock (Ctrl-C, a lost machine) leaves the lock file,
+// and torch waits for it forever, cached build or not. kbv builds one process at a time per
+// extension directory under its own lock, so a torch lock found there is stale and is removed.
+TEST(BuildCache, AStaleTorchBuildLockDoesNotHangTheNextEvaluation) {
+  const char* cache = std::getenv("KBV_CACHE");
+  const fs::path extensions = fs::path(cache && *cache ? cache : std::string(std::getenv("HOME")) + "/.cache/kbv") / "extensions";
+  const std::vector<std::string> args = {(kExamples / "problems/1_ReLU.py").string(),
+                                         (kExamples / "candidates/1_ReLU/cpu_honest.py").string(), "--protocol",
+                                         "kernelbench", "--compile-timeout", "120", "--quiet"};
+  ASSERT_EQ(kbv_eval(args, "build").record.value("verdict", "?"), "pass");  // built, or found built
+  std::vector<fs::path> locks;
+  for (const auto& entry : fs::recursive_directory_iterator(extensions)) {
+    if (entry.is_directory() && entry.path().filename() == "elementwise_kernel") locks.push_back(entry.path() / "lock");
+  }
+  ASSERT_FALSE(locks.empty()) << "no build of cpu_honest under " << extensions;
+  for (const fs::path& lock : locks) std::ofstream{lock};
+  const Outcome r = kbv_eval(args, "stale lock");
+  EXPECT_EQ(r.record.value("verdict", "?"), "pass") << r.err;
 }
 
 // The rest of the suite forks its workers from the zygote (the CPU default); these start them

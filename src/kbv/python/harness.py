@@ -1,6 +1,7 @@
 # The Python side of a kbv worker: the few steps that must run as Python (importing KernelBench
 # files, constructing modules, calling forward). Everything around them is C++.
 import fcntl
+import glob
 import importlib.util
 import os
 import random
@@ -25,13 +26,16 @@ def load_candidate(path, name):
     """Imports a candidate (its kernels compile here). Returns (module, None) or (None, (kind, log)).
     One import at a time per extension directory: torch's own build lock lets a process that waited
     import a build that failed in the process holding it, a compile error then misread as a missing
-    module."""
+    module. Under this lock no other build runs here, so a torch lock file found in the directory
+    is a killed build's: torch would wait for it forever, and it is removed."""
     directory = os.environ.get("TORCH_EXTENSIONS_DIR")
     lock = None
     if directory:
         os.makedirs(directory, exist_ok=True)
         lock = open(os.path.join(directory, "kbv-build.lock"), "w")
         fcntl.flock(lock, fcntl.LOCK_EX)
+        for stale in glob.glob(os.path.join(directory, "*", "lock")):
+            os.remove(stale)
     try:
         return load_module(path, name), None
     except BaseException as error:  # SystemExit and KeyboardInterrupt included: the candidate's doing
