@@ -7,8 +7,12 @@
 # kbv run + kbv report over the CUDA examples as one model's samples (stage `run`, not in the default
 # stages: KBV_GPUS=0,1 on a two-GPU machine), and kbv audit of the examples and of tests/audit's
 # defective problems (stage `audit`, not in the default stages either), bench/fidelity.py (stage
-# `fidelity`: kbv's times against Nsight Compute's, the spread of repeated evaluations) and
-# bench/overhead.py (stage `overhead`: kbv's own seconds per evaluation beside the kernel time).
+# `fidelity`: kbv's times against Nsight Compute's, the spread of repeated evaluations),
+# bench/overhead.py (stage `overhead`: kbv's own seconds per evaluation beside the kernel time),
+# bench/transfer_probe.py (stage `transfer`) and the kbv side of bench/run.sh against the loop
+# recorded on this machine type in docs/runs/2026-12-01-h200-bench (stage `bench`, ~5 min: the
+# loop's 21 minutes are not spent again; its table names both sides' dates; set KBV_COMMIT, the
+# machine's copy of the tree has no git history; the entry is OUT_DIR/bench/RESULTS-entry.md).
 # Prints a short table last. Usage: tests/gpu/run.sh [OUT_DIR]   (stages: KBV_GPU_STAGES)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -40,6 +44,12 @@ for stage in $stages; do
       python3 bench/fidelity.py "$out/fidelity" --kbv "$KBV" | tee "$out/fidelity.txt" || status=1 ;;
     overhead)
       python3 bench/overhead.py "$out/overhead" --kbv "$KBV" | tee "$out/overhead.txt" || status=1 ;;
+    transfer)
+      python3 bench/transfer_probe.py | tee "$out/transfer.txt" || status=1 ;;
+    bench)
+      mkdir -p "$out/bench" &&
+        cp docs/runs/2026-12-01-h200-bench/{loop.jsonl,manifest.tsv,counts} "$out/bench/" &&
+        KBV_BENCH_STAGES="kbv table" bash bench/run.sh "$out/bench" 2>&1 | tee "$out/bench.txt" || status=1 ;;
     audit)
       "$KBV" audit --problems examples/problems --device cuda --json "$out/audit-examples.json" | tee "$out/audit.txt" || status=1
       "$KBV" audit --problems tests/audit/problems --device cuda --json "$out/audit-corpus.json" | tee -a "$out/audit.txt" || status=1 ;;
