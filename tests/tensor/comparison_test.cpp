@@ -138,6 +138,16 @@ TEST(MaxAbsDifference, FusedPassAgreesWithTheExpression) {
   EXPECT_EQ(max_abs_difference(at::zeros({0}), at::zeros({0})), 0.0);
 }
 
+TEST(Closeness, OverOutputsEveryPairCountsAndANaNWins) {
+  const at::Tensor r = at::ones({4});
+  const Closeness both = closeness({r + 3e-4, r.clone()}, {r, r}, 1e-4, 1e-4);
+  EXPECT_FALSE(both.allclose);
+  EXPECT_NEAR(both.max_abs_difference, 3e-4, 1e-7);
+  const Closeness nan = closeness({at::full({4}, kNaN), r + 1.0}, {r, r}, 1e-4, 1e-4);
+  EXPECT_TRUE(std::isnan(nan.max_abs_difference));
+  EXPECT_TRUE(closeness(std::vector<at::Tensor>{r.clone()}, {r}, 1e-4, 1e-4).allclose);
+}
+
 TEST(Allclose, MatchesKernelBenchTolerance) {
   const at::Tensor r = at::ones({4});
   EXPECT_TRUE(kernelbench_allclose(r + 1.5e-4, r, 1e-4, 1e-4));   // 1e-4 + 1e-4 * 1

@@ -203,9 +203,13 @@ double scaled_error(const at::Tensor& x, const at::Tensor& r, std::optional<doub
   return max_over_slices(x, r, [rms](const at::Tensor& xs, const at::Tensor& rs) { return slice_scaled_error(xs, rs, rms); });
 }
 
-double scaled_error(const std::vector<at::Tensor>& xs, const std::vector<at::Tensor>& rs) {
+double scaled_error(const std::vector<at::Tensor>& xs, const std::vector<at::Tensor>& rs,
+                    const std::vector<double>& reference_rms) {
   double worst = 0.0;
-  for (size_t i = 0; i < xs.size() && i < rs.size(); ++i) worst = std::max(worst, scaled_error(xs[i], rs[i]));
+  for (size_t i = 0; i < xs.size() && i < rs.size(); ++i) {
+    const std::optional<double> rms = i < reference_rms.size() ? std::optional<double>(reference_rms[i]) : std::nullopt;
+    worst = std::max(worst, scaled_error(xs[i], rs[i], rms));
+  }
   return worst;
 }
 
@@ -221,6 +225,15 @@ Closeness closeness(const at::Tensor& x, const at::Tensor& r, double atol, doubl
                                        return (xs.to(at::kDouble) - rs.to(at::kDouble)).abs().max().item<double>();
                                      });
   return result;
+}
+
+Closeness closeness(const std::vector<at::Tensor>& xs, const std::vector<at::Tensor>& rs, double atol, double rtol) {
+  Closeness total;
+  for (size_t i = 0; i < xs.size() && i < rs.size(); ++i) {
+    const Closeness c = closeness(xs[i], rs[i], atol, rtol);
+    total = {total.allclose && c.allclose, worse(total.max_abs_difference, c.max_abs_difference)};
+  }
+  return total;
 }
 
 std::optional<std::string> structure_mismatch(const std::vector<at::Tensor>& outputs,

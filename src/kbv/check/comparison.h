@@ -28,9 +28,13 @@ struct Closeness {
   double max_abs_difference = 0;
 };
 Closeness closeness(const at::Tensor& x, const at::Tensor& r, double atol, double rtol);
+// Over paired outputs: allclose where every pair is, the largest difference (a NaN wins).
+Closeness closeness(const std::vector<at::Tensor>& xs, const std::vector<at::Tensor>& rs, double atol, double rtol);
 
-// The largest scaled error over paired outputs.
-double scaled_error(const std::vector<at::Tensor>& xs, const std::vector<at::Tensor>& rs);
+// The largest scaled error over paired outputs; `reference_rms`, where given, holds rms(r) per
+// output (a reference judged many times).
+double scaled_error(const std::vector<at::Tensor>& xs, const std::vector<at::Tensor>& rs,
+                    const std::vector<double>& reference_rms = {});
 
 // Why `outputs` cannot be compared with `reference` at all (count, shape, dtype), or nullopt.
 std::optional<std::string> structure_mismatch(const std::vector<at::Tensor>& outputs,

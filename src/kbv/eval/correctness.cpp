@@ -84,23 +84,13 @@ DrawResult judge(const ReferenceDraw& reference, const std::vector<at::Tensor>& 
   }
   if (protocol.comparison == Comparison::allclose) {
     // KernelBench reports max |x - r| beside its allclose verdict.
-    bool close = true;
-    result.error = 0;
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      const check::Closeness c = check::closeness(outputs[i], reference.reference[i], protocol.atol, protocol.rtol);
-      close = close && c.allclose;
-      if (!std::isnan(result.error) && !(c.max_abs_difference <= result.error)) result.error = c.max_abs_difference;
-    }
-    result.status = close ? "pass" : "fail";
-    if (!close) result.reason = "not allclose (atol=rtol=" + format_error(protocol.atol) + ")";
+    const check::Closeness c = check::closeness(outputs, reference.reference, protocol.atol, protocol.rtol);
+    result.error = c.max_abs_difference;
+    result.status = c.allclose ? "pass" : "fail";
+    if (!c.allclose) result.reason = "not allclose (atol=rtol=" + format_error(protocol.atol) + ")";
     return result;
   }
-  result.error = 0;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const std::optional<double> rms =
-        i < reference.reference_rms.size() ? std::optional<double>(reference.reference_rms[i]) : std::nullopt;
-    result.error = std::max(result.error, check::scaled_error(outputs[i], reference.reference[i], rms));
-  }
+  result.error = check::scaled_error(outputs, reference.reference, reference.reference_rms);
   const bool pass = result.error <= result.tolerance;
   result.status = pass ? "pass" : "fail";
   if (!pass) {

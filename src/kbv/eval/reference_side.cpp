@@ -1,7 +1,5 @@
 #include "kbv/eval/reference_side.h"
 
-#include <limits>
-
 #include "kbv/eval/evaluation.h"
 #include "kbv/eval/timing_run.h"
 
@@ -28,11 +26,8 @@ Reply reference_request(WorkerClient& worker, const json& command, double timeou
   }
 }
 
-// A mode's scaled error against the first mode, from the worker (JSON null: not finite).
-double error_of(const json& result) {
-  const json& error = result.contains("error") ? result["error"] : json();
-  return error.is_number() ? error.get<double>() : std::numeric_limits<double>::infinity();
-}
+// A mode's scaled error against the first mode, as the worker measured it.
+double error_of(const json& result) { return protocol::error_from_json(result.value("error", json())); }
 
 }  // namespace
 

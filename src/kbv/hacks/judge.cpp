@@ -1,7 +1,6 @@
 #include "kbv/hacks/judge.h"
 
 #include <algorithm>
-#include <limits>
 #include <set>
 #include <string>
 
@@ -42,10 +41,6 @@ bool low_precision_kernel(const std::string& name) {
 
 // An error measured in the worker: JSON has no NaN or infinity (they arrive as null), and an error
 // that is not a number means the outputs could not be compared at all.
-double error_value(const json& value) {
-  return value.is_number() ? value.get<double>() : std::numeric_limits<double>::infinity();
-}
-
 json as_items(const json& evidence) { return evidence.is_array() ? evidence : json::array({evidence}); }
 
 Finding finding(const std::string& id, const std::string& severity, json evidence) {
@@ -167,7 +162,7 @@ std::vector<Finding> judge_probe(const json& probe, const json& reference_trace,
                                  const protocol::Detection& detection) {
   std::vector<Finding> out;
   if (probe.contains("skipped")) return out;
-  const double repeat = error_value(probe["repeat_error"]);
+  const double repeat = protocol::error_from_json(probe["repeat_error"]);
   if (!(repeat <= tolerance)) {
     out.push_back(finding("call_dependent", "error", {{"why", "two calls on the same inputs differ"}, {"scaled_error", repeat}, {"tolerance", tolerance}}));
   }
@@ -175,7 +170,7 @@ std::vector<Finding> judge_probe(const json& probe, const json& reference_trace,
     out.push_back(finding("output_reuse", "warning", {{"why", "two successive calls returned outputs sharing storage"}}));
   }
   const json& poisoned = probe["poisoned"];
-  const double poison_error = error_value(poisoned["error"]);
+  const double poison_error = protocol::error_from_json(poisoned["error"]);
   if (poisoned["nan_introduced"].get<std::int64_t>() > 0) {
     out.push_back(finding("uninitialized_output", "error",
                           {{"why", "output elements read back the poison put in memory before the call"},

@@ -1,6 +1,7 @@
 #include "kbv/protocol/record.h"
 
 #include <cmath>
+#include <limits>
 
 namespace kbv::protocol {
 namespace {
@@ -105,6 +106,10 @@ json to_json(const Record& r) {
           {"versions", r.versions},
           {"wall_seconds", r.wall_seconds},
           {"stage_seconds", r.stage_seconds}};
+}
+
+double error_from_json(const json& value) {
+  return value.is_number() ? value.get<double>() : std::numeric_limits<double>::infinity();
 }
 
 }  // namespace kbv::protocol

@@ -90,4 +90,8 @@ std::optional<PeakComparison> compare_peaks(const Record& record);
 
 nlohmann::json to_json(const Record& record);
 
+// An error read back from JSON, where a non-finite value is written as null: null (or no number)
+// is infinity, not comparable.
+double error_from_json(const nlohmann::json& value);
+
 }  // namespace kbv::protocol
