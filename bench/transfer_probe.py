@@ -8,7 +8,8 @@ one float32 output of the given size: the device-to-host copy into fresh region 
 pages already used, into pages populated first (MADV_POPULATE_WRITE, as the worker does) and
 into pages registered with CUDA (cudaHostRegister: a DMA instead of the driver's staged copy);
 the registration itself; a first and a second read of the pages through a second, read-only
-mapping (the parent's); and a one-pass comparison on the host. Prints a table of seconds last.
+mapping (the parent's); torch's allclose over two such outputs on the host; a host copy made
+the plain way (`.cpu()`); a float64 max |x - r| on the device. Prints a table of seconds last.
 """
 import ctypes
 import mmap
