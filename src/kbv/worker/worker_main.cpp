@@ -58,10 +58,22 @@ std::vector<at::Tensor> sketch_of(const std::vector<at::Tensor>& outputs, const 
   return check::sketch(outputs, request.at("seed").get<std::uint64_t>(), request.at("points").get<int>());
 }
 
+// Where a pair of outputs is compared: on the device from the region's size up, where moving them
+// would cost more than the comparison; below it on the host, where the comparison is one pass and
+// no device kernel (each loaded on its first call) or synchronisation is paid per draw.
+at::Tensor comparable(const at::Tensor& t) {
+  return t.is_cuda() && static_cast<std::uint64_t>(t.nbytes()) < SharedRegion::kMinBytes ? t.cpu() : t;
+}
+
 // The scaled error of `outputs` against `first` (infinity where they cannot be compared).
 double error_against(const std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& first) {
   if (check::structure_mismatch(outputs, first)) return std::numeric_limits<double>::infinity();
-  return check::scaled_error(outputs, first);
+  std::vector<at::Tensor> xs, rs;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    xs.push_back(comparable(outputs[i]));
+    rs.push_back(comparable(first[i]));
+  }
+  return check::scaled_error(xs, rs);
 }
 
 // `check`: draw one input set, run forward under each mode, return the outputs (or sketches).
