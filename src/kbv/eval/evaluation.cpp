@@ -235,6 +235,14 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference) {
   record.protocol = protocol::to_json(protocol);
   record.versions = reference.versions();
 
+  // Candidate side, in a fresh process whose extension builds are keyed by content. It creates
+  // its device context (~0.25 s on the H200) while the reference draws: neither is timed.
+  WorkerLaunch launch = request.launch;
+  launch.environment.emplace_back("TORCH_EXTENSIONS_DIR",
+                                  extension_dir(request.cache_dir, request.candidate, request.device, launch.python));
+  WorkerClient candidate("candidate", launch);
+  candidate.post({{"cmd", "device"}, {"device", request.device}}, Seconds(request.timeout_seconds));
+
   std::mt19937_64 rng = make_rng(protocol);
   bool stochastic = false;
   std::vector<ReferenceDraw> references;
@@ -251,31 +259,28 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference) {
   }
   const ReferenceDraw* traced = first_standard(references);
   if (!reference.baseline_measured()) {  // by this evaluation; later ones of a kbv run reuse it
+    {
+      const Stage stage(record, "import");
+      candidate.settle();  // nothing of the candidate's process runs while the baseline is timed
+    }
     const Stage stage(record, "baseline");
     reference.measure_baseline(traced);
   }
   record.baseline = reference.baseline();
   record.baseline_memory = reference.baseline_memory();
 
-  // Candidate side, in a fresh process whose extension builds are keyed by content.
-  WorkerLaunch launch = request.launch;
-  launch.environment.emplace_back("TORCH_EXTENSIONS_DIR",
-                                  extension_dir(request.cache_dir, request.candidate, request.device, launch.python));
   std::vector<TimedOutputSketch> sketches;
-  {
-    WorkerClient candidate("candidate", launch);
-    try {
-      evaluate_candidate(candidate, request, references, reference.trace(), rng, record, sketches);
-    } catch (const WorkerFailed& failed) {
-      record.verdict = verdict_of(failed.kind);
-      record.verdict_reason = failed.what();
-    } catch (const WorkerLost& lost) {
-      record.verdict = verdict_of(lost.kind);
-      record.verdict_reason = lost.what();
-    }
-    candidate.shutdown();
-    record.candidate_log = candidate.log_tail();
+  try {
+    evaluate_candidate(candidate, request, references, reference.trace(), rng, record, sketches);
+  } catch (const WorkerFailed& failed) {
+    record.verdict = verdict_of(failed.kind);
+    record.verdict_reason = failed.what();
+  } catch (const WorkerLost& lost) {
+    record.verdict = verdict_of(lost.kind);
+    record.verdict_reason = lost.what();
   }
+  candidate.shutdown();
+  record.candidate_log = candidate.log_tail();
   if (record.verdict == Verdict::pass) {
     const Stage stage(record, "timed_output_checks");
     check_timed_outputs(reference, request, references, sketches, record);

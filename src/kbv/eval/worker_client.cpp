@@ -40,16 +40,47 @@ WorkerClient::WorkerClient(const std::string& role, const WorkerLaunch& launch)
     : region_(make_region()), process_(start_worker(role, launch, region_ ? region_->fd() : -1)) {}
 
 Reply WorkerClient::request(const nlohmann::json& sent, std::chrono::duration<double> timeout, Outputs outputs) {
+  settle();
+  if (posted_failure_) std::rethrow_exception(std::exchange(posted_failure_, nullptr));
   nlohmann::json command = sent;
   if (outputs == Outputs::kept || outputs == Outputs::kept_anew) command["keep"] = true;
   if (outputs == Outputs::kept_anew) command["release_kept"] = true;
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout);
-  const std::string what = command.value("cmd", "?");
+  return await(send(command, timeout), outputs);
+}
+
+void WorkerClient::post(const nlohmann::json& command, std::chrono::duration<double> timeout) {
+  settle();
+  posted_ = send(command, timeout);
+}
+
+void WorkerClient::settle() {
+  if (!posted_) return;
+  const Posted posted = *std::exchange(posted_, std::nullopt);
+  try {
+    await(posted, Outputs::owned);
+  } catch (...) {
+    if (!posted_failure_) posted_failure_ = std::current_exception();
+  }
+}
+
+WorkerClient::Posted WorkerClient::send(const nlohmann::json& command, std::chrono::duration<double> timeout) {
+  Posted posted{command.value("cmd", "?"),
+                std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout),
+                timeout};
+  try {
+    process_.send(command, {}, posted.deadline);
+  } catch (const worker::ChannelClosed&) {
+    // await() finds the channel closed (or the deadline passed) too, and says how the worker ended.
+  } catch (const worker::ChannelTimeout&) {
+  }
+  return posted;
+}
+
+Reply WorkerClient::await(const Posted& posted, Outputs outputs) {
+  const std::string& what = posted.what;
   worker::Received received;
   try {
-    process_.send(command, {}, deadline);
-    received = process_.receive(deadline);
+    received = process_.receive(posted.deadline);
   } catch (const worker::ChannelClosed&) {
     received.status = worker::Received::Status::closed;
   } catch (const worker::ChannelTimeout&) {
@@ -61,7 +92,7 @@ Reply WorkerClient::request(const nlohmann::json& sent, std::chrono::duration<do
     if (received.status == Status::timeout) {
       process_.kill();
       process_.wait();
-      throw WorkerLost("timeout", "no answer to '" + what + "' within " + std::to_string(timeout.count()) + " s");
+      throw WorkerLost("timeout", "no answer to '" + what + "' within " + std::to_string(posted.timeout.count()) + " s");
     }
     process_.kill();  // a malformed reply means the channel cannot be trusted any more
     const worker::ExitStatus status = process_.wait();
@@ -109,6 +140,7 @@ Reply WorkerClient::request(const nlohmann::json& sent, std::chrono::duration<do
 }
 
 void WorkerClient::shutdown() {
+  settle();
   if (!running_) return;
   running_ = false;
   try {

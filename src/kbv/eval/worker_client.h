@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -59,14 +60,32 @@ class WorkerClient {
   // Sends `command` and waits up to `timeout` for the reply. Throws WorkerLost (the process is
   // then killed and reaped) or WorkerFailed.
   Reply request(const nlohmann::json& command, std::chrono::duration<double> timeout, Outputs outputs = Outputs::owned);
+  // Sends `command` and returns at once: the worker runs it while the caller does something else.
+  // Its reply is awaited (up to `timeout` from now) by settle() or the next request(), which
+  // throws what the reply or its absence would have thrown.
+  void post(const nlohmann::json& command, std::chrono::duration<double> timeout);
+  // Waits for a posted command's reply, so that the worker is idle; a failure is kept for the
+  // next request().
+  void settle();
   // Asks the worker to exit, then reaps it (killing it if it does not go within a few seconds).
   void shutdown();
   std::string log_tail() const { return process_.log_tail(); }
 
  private:
+  using Deadline = std::chrono::steady_clock::time_point;
+  struct Posted {
+    std::string what;
+    Deadline deadline;
+    std::chrono::duration<double> timeout;
+  };
+  Posted send(const nlohmann::json& command, std::chrono::duration<double> timeout);
+  Reply await(const Posted& posted, Outputs outputs);
+
   std::shared_ptr<const worker::SharedRegion> region_;  // null when none could be made: blobs only
   worker::WorkerProcess process_;
   bool running_ = true;
+  std::optional<Posted> posted_;
+  std::exception_ptr posted_failure_;  // what the posted command's reply threw, for the next request
 };
 
 // Splits a `check` reply into its per-mode output lists; `bad` (when given) gets, per mode, why it

@@ -65,6 +65,12 @@ nlohmann::json Session::select_device(const std::string& name) {
   return facts;
 }
 
+void Session::start_device(const std::string& name) {
+  select_device(name);
+  if (device_.is_cuda()) (void)at::empty({1}, at::TensorOptions().device(device_));  // the context, with its first allocation
+  measure::synchronize(device_);
+}
+
 namespace {
 
 // The module from harness.load_candidate's (module, error), or its error as a Failure.

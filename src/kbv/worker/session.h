@@ -35,6 +35,9 @@ class Session {
   nlohmann::json load(const nlohmann::json& command);
   // Only imports the candidate (building its kernels into the extension cache): `kbv compile`.
   void compile(const nlohmann::json& command);
+  // Selects the device and creates its context (CUDA's, ~0.25 s on the H200), so that the parent
+  // can have it done while it waits on something else; `load` then finds it ready.
+  void start_device(const std::string& name);
 
   // The inputs of one draw: {"family", "params", "seed"}; returns the Python argument list.
   pybind11::list draw(const nlohmann::json& spec) const;

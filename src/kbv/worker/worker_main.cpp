@@ -58,11 +58,14 @@ std::vector<at::Tensor> sketch_of(const std::vector<at::Tensor>& outputs, const 
   return check::sketch(outputs, request.at("seed").get<std::uint64_t>(), request.at("points").get<int>());
 }
 
-// Where a pair of outputs is compared: on the device from the region's size up, where moving them
-// would cost more than the comparison; below it on the host, where the comparison is one pass and
-// no device kernel (each loaded on its first call) or synchronisation is paid per draw.
+// Where a pair of outputs is compared. On the device, a process's first comparison loads its
+// kernels (0.13 s on the H200, bench/startup_probe.py); on the host, one comparison costs of the
+// order of a nanosecond per byte (the copy out, one fused pass). Over the ~11 comparisons of a
+// verified evaluation's draws they would cost the same near 16 MiB per output: below, the host.
+constexpr std::int64_t kDeviceComparisonBytes = std::int64_t{16} << 20;
+
 at::Tensor comparable(const at::Tensor& t) {
-  return t.is_cuda() && static_cast<std::uint64_t>(t.nbytes()) < SharedRegion::kMinBytes ? t.cpu() : t;
+  return t.is_cuda() && static_cast<std::int64_t>(t.nbytes()) < kDeviceComparisonBytes ? t.cpu() : t;
 }
 
 // The scaled error of `outputs` against `first` (infinity where they cannot be compared).
@@ -140,6 +143,9 @@ void handle(Session& session, Channel& channel, const json& command) {
     json facts = session.load(command);
     facts["status"] = "ok";
     reply(channel, facts);
+  } else if (name == "device") {
+    session.start_device(command.at("device"));
+    reply(channel, {{"status", "ok"}});
   } else if (name == "compile") {
     session.compile(command);
     reply(channel, {{"status", "ok"}});
