@@ -62,10 +62,22 @@ spread = (max(speedups) - min(speedups)) / statistics.median(speedups)
 print(f"repeated speedups of {candidate}: " + ", ".join(f"{s:.4f}" for s in speedups) + f"; spread {spread:.2%}")
 check(spread <= 0.05, "speedup spread over 5 evaluations within 5%")
 
+# 4. Outputs whose copies span two of a worker's CUDA registrations of its output region (3 MiB
+#    + 4 KiB each, kept draw after draw): copied a part per registration, not refused by CUDA.
+data = os.path.join(root, "tests", "gpu", "data")
+path = os.path.join(out, "odd_output.json")
+done = subprocess.run([kbv, "eval", os.path.join(data, "odd_output.py"), os.path.join(data, "odd_output_torch.py"),
+                       "--device", "cuda", "--protocol", "kernelbench", "--quiet", "--json", path],
+                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+odd_verdict = json.load(open(path))["verdict"] if os.path.exists(path) else f"no record (exit {done.returncode})"
+print(f"odd-sized outputs across registrations: {odd_verdict}" + ("" if odd_verdict == "pass" else "\n" + done.stdout[-1500:]))
+check(odd_verdict == "pass", "outputs spanning two registrations of the output region travel intact")
+
 print("\n| check | figure |\n|---|---|")
 print(f"| baseline 4096^3 fp32 matmul, verified (TF32) | {tf32_ms:.3f} ms |")
 print(f"| baseline 4096^3 fp32 matmul, kernelbench (no TF32) | {fp32_ms:.3f} ms |")
 print(f"| side-stream ReLU: device-wide / stream-only / honest | {side_all:.4f} / {side_stream:.4f} / {honest_all:.4f} ms |")
+print(f"| outputs across two region registrations (3 MiB + 4 KiB) | {odd_verdict} |")
 print(f"| speedup over 5 evaluations (7_LargeMatmul honest) | {min(speedups):.4f}..{max(speedups):.4f}, spread {spread:.2%} |")
 print(f"\n{'all GPU checks passed' if not failures else str(len(failures)) + ' GPU checks FAILED'}")
 sys.exit(1 if failures else 0)

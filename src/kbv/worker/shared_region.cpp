@@ -79,25 +79,48 @@ void SharedRegion::begin_command(bool keep, bool release_kept) {
 bool SharedRegion::pin_through(std::uint64_t end) {
   if (pin_failed_) return false;
   end = std::min(size_, (end + kPinStep - 1) / kPinStep * kPinStep);
-  if (end <= pinned_end_) return true;
+  const std::uint64_t pinned_end = pin_ends_.empty() ? 0 : pin_ends_.back();
+  if (end <= pinned_end) return true;
   // Registering faults the pages in as populate() would; the registration outlives the command.
-  if (cudaHostRegister(base_ + pinned_end_, end - pinned_end_, cudaHostRegisterDefault) != cudaSuccess) {
+  if (cudaHostRegister(base_ + pinned_end, end - pinned_end, cudaHostRegisterDefault) != cudaSuccess) {
     (void)cudaGetLastError();  // not sticky: later CUDA calls must not see it
     pin_failed_ = true;
     return false;
   }
-  pinned_end_ = end;
+  pin_ends_.push_back(end);
   return true;
+}
+
+// A copy into registered pages is a DMA, which CUDA refuses (cudaErrorInvalidValue) when the
+// destination spans two registrations: such a tensor is copied as bytes, a part per registration.
+void SharedRegion::copy_pinned(const at::Tensor& tensor, std::uint64_t offset) {
+  const auto end = offset + static_cast<std::uint64_t>(tensor.nbytes());
+  auto registration = std::upper_bound(pin_ends_.begin(), pin_ends_.end(), offset);  // the one holding `offset`
+  const at::TensorOptions host_bytes = at::TensorOptions().dtype(at::kByte).device(at::kCPU);
+  if (end <= *registration) {
+    at::from_blob(base_ + offset, tensor.sizes(), host_bytes.dtype(tensor.scalar_type())).copy_(tensor.detach());
+    return;
+  }
+  const at::Tensor bytes = tensor.detach().resolve_conj().resolve_neg().contiguous().reshape({-1}).view(at::kByte);
+  for (std::uint64_t from = offset; from < end; ++registration) {
+    const std::uint64_t to = std::min(end, *registration);
+    const auto length = static_cast<std::int64_t>(to - from);
+    at::from_blob(base_ + from, {length}, host_bytes).copy_(bytes.narrow(0, static_cast<std::int64_t>(from - offset), length));
+    from = to;
+  }
 }
 
 std::optional<nlohmann::json> SharedRegion::place(const at::Tensor& tensor) {
   const auto bytes = static_cast<std::uint64_t>(tensor.nbytes());
   if (!writable_ || bytes < kMinBytes || bytes > size_ - next_) return std::nullopt;
   const std::uint64_t offset = next_;
-  if (!tensor.is_cuda() || !pin_through(offset + bytes)) populate(base_ + offset, bytes, true);
-  at::Tensor destination =
-      at::from_blob(base_ + offset, tensor.sizes(), at::TensorOptions().dtype(tensor.scalar_type()).device(at::kCPU));
-  destination.copy_(tensor.detach());
+  if (tensor.is_cuda() && pin_through(offset + bytes)) {
+    copy_pinned(tensor, offset);
+  } else {
+    populate(base_ + offset, bytes, true);
+    at::from_blob(base_ + offset, tensor.sizes(), at::TensorOptions().dtype(tensor.scalar_type()).device(at::kCPU))
+        .copy_(tensor.detach());
+  }
   next_ = std::min(size_, (offset + bytes + kAlignment - 1) / kAlignment * kAlignment);
   if (keep_) kept_end_ = next_;
   nlohmann::json meta = describe(tensor);

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 #include <nlohmann/json.hpp>
@@ -72,6 +73,8 @@ class SharedRegion {
   // Registers the region with CUDA up to `end` (rounded up to kPinStep); false when it is not (the
   // copy then goes through pageable memory).
   bool pin_through(std::uint64_t end);
+  // Copies a device tensor into registered pages at `offset`, a part per registration it spans.
+  void copy_pinned(const at::Tensor& tensor, std::uint64_t offset);
 
   static constexpr std::uint64_t kPinStep = 2ull << 20;
 
@@ -82,7 +85,7 @@ class SharedRegion {
   bool keep_ = false;
   std::uint64_t kept_end_ = 0;
   std::uint64_t next_ = 0;
-  std::uint64_t pinned_end_ = 0;
+  std::vector<std::uint64_t> pin_ends_;  // where each registration ends; each starts where the last ended
   bool pin_failed_ = false;
 };
 
