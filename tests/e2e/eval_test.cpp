@@ -228,6 +228,23 @@ TEST(BuildCache, AStaleTorchBuildLockDoesNotHangTheNextEvaluation) {
   EXPECT_EQ(r.record.value("verdict", "?"), "pass") << r.err;
 }
 
+// A build that failed with the compiler's own error leaves its log in the content's cache folder:
+// the next evaluation of the same content says so, with the same error, instead of building again.
+TEST(BuildCache, AFailedBuildIsNotSpentAgainOnTheSameContent) {
+  const std::vector<std::string> args = {(kExamples / "problems/1_ReLU.py").string(),
+                                         (kExamples / "candidates/1_ReLU/cpu_compile_error.py").string(), "--protocol",
+                                         "kernelbench", "--compile-timeout", "300", "--quiet"};
+  const Outcome first = kbv_eval(args, "failed build");  // built now, or found failed by the suite
+  ASSERT_EQ(first.record.value("verdict", "?"), "compile_error") << first.err;
+  const Outcome again = kbv_eval(args, "failed build again");
+  ASSERT_EQ(again.record.value("verdict", "?"), "compile_error") << again.err;
+  const std::string reason = again.record.value("verdict_reason", "");
+  EXPECT_NE(reason.find("failed before, not built again"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("kbv-build-failed.log"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("relu_scale"), std::string::npos) << reason;  // the compiler's own line
+  EXPECT_NE(reason.find("was not declared"), std::string::npos) << reason;
+}
+
 // The rest of the suite forks its workers from the zygote (the CPU default); these start them
 // afresh, and must be judged the same.
 TEST(WorkerStart, WorkersStartedAfreshGiveTheSameVerdicts) {

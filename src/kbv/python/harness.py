@@ -5,6 +5,7 @@ import glob
 import importlib.util
 import os
 import random
+import re
 import subprocess
 import sys
 import traceback
@@ -22,12 +23,23 @@ def load_module(path, name):
     return module
 
 
+# A failed build that the same content would fail again: a compiler's or linker's own diagnostic,
+# and no sign of a compiler killed or starved (those builds are tried again).
+_DIAGNOSTIC = re.compile(r":\d+:\d+: error:|\(\d+\): error:|ld returned 1 exit status")
+_TRANSIENT = re.compile(r"signal|killed|no space left|cannot allocate memory|out of memory|bad_alloc|"
+                        r"internal compiler error", re.IGNORECASE)
+FAILED_BUILD_LOG = "kbv-build-failed.log"
+
+
 def load_candidate(path, name):
     """Imports a candidate (its kernels compile here). Returns (module, None) or (None, (kind, log)).
     One import at a time per extension directory: torch's own build lock lets a process that waited
     import a build that failed in the process holding it, a compile error then misread as a missing
     module. Under this lock no other build runs here, so a torch lock file found in the directory
-    is a killed build's: torch would wait for it forever, and it is removed."""
+    is a killed build's: torch would wait for it forever, and it is removed.
+    The directory is the candidate content's own (eval/extension_cache.h): a build that failed
+    with a compiler's diagnostic leaves its log there, and the next import of the same content
+    returns it instead of spending the build again (kbv run's evaluation after its build ahead)."""
     directory = os.environ.get("TORCH_EXTENSIONS_DIR")
     lock = None
     if directory:
@@ -36,11 +48,19 @@ def load_candidate(path, name):
         fcntl.flock(lock, fcntl.LOCK_EX)
         for stale in glob.glob(os.path.join(directory, "*", "lock")):
             os.remove(stale)
+        failed = os.path.join(directory, FAILED_BUILD_LOG)
+        if os.path.exists(failed):
+            with open(failed) as f:
+                return None, ("compile_error", f"this content's build failed before, not built again "
+                                               f"(the log, kept in {failed}: delete it to build again):\n{f.read()}")
     try:
         return load_module(path, name), None
     except BaseException as error:  # SystemExit and KeyboardInterrupt included: the candidate's doing
         log = traceback.format_exc()
         building = isinstance(error, subprocess.CalledProcessError) or "Error building extension" in log
+        if building and directory and _DIAGNOSTIC.search(log) and not _TRANSIENT.search(log):
+            with open(os.path.join(directory, FAILED_BUILD_LOG), "w") as f:
+                f.write(log)
         return None, ("compile_error" if building else "runtime_error", log)
     finally:
         if lock is not None:
