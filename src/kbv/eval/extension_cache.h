@@ -1,15 +1,24 @@
 // Where a candidate's load_inline builds go. torch keys its cache on the extension's name, and
 // many candidates reuse one name ("elementwise_add"): kbv gives every candidate content its own
 // TORCH_EXTENSIONS_DIR, so two candidates never share (or clash over) a build, and an unchanged
-// candidate is never built twice.
+// candidate is never built twice. What else a build depends on is in the key too, so that a
+// changed torch or compiler builds afresh instead of loading (or reporting the failure of) a
+// build made with the old one.
 #pragma once
 
 #include <string>
 
 namespace kbv::eval {
 
-// `cache_dir`/extensions/<key of the file's content, the device, kbv's version, the interpreter>.
+// `cache_dir`/extensions/<key of the file's content, the device, kbv's version, the interpreter,
+// toolchain_identity(device)>.
 std::string extension_dir(const std::string& cache_dir, const std::string& candidate_path, const std::string& device,
                           const std::string& python);
+
+// The files a build on `device` runs or links, as load_inline finds them here: the C++ compiler
+// ($CXX, else c++), for cuda nvcc ($PYTORCH_NVCC, else under $CUDA_HOME or $CUDA_PATH, else on
+// PATH, else /usr/local/cuda), and torch's own library; each by its resolved path, size and
+// modification time (a stat each, no process started).
+std::string toolchain_identity(const std::string& device);
 
 }  // namespace kbv::eval
