@@ -59,8 +59,11 @@ def load_candidate(path, name):
         log = traceback.format_exc()
         building = isinstance(error, subprocess.CalledProcessError) or "Error building extension" in log
         if building and directory and _DIAGNOSTIC.search(log) and not _TRANSIENT.search(log):
-            with open(os.path.join(directory, FAILED_BUILD_LOG), "w") as f:
-                f.write(log)
+            try:
+                with open(os.path.join(directory, FAILED_BUILD_LOG), "w") as f:
+                    f.write(log)
+            except OSError:
+                pass  # not kept: the next import builds again, as it did before
         return None, ("compile_error" if building else "runtime_error", log)
     finally:
         if lock is not None:
