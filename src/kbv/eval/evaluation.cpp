@@ -238,8 +238,9 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference) {
   // Candidate side, in a fresh process whose extension builds are keyed by content. It creates
   // its device context (~0.25 s on the H200) while the reference draws: neither is timed.
   WorkerLaunch launch = request.launch;
-  launch.environment.emplace_back("TORCH_EXTENSIONS_DIR",
-                                  extension_dir(request.cache_dir, request.candidate, request.device, launch.python));
+  for (auto& variable : build_environment(request.cache_dir, request.candidate, request.device, launch.executable, launch.python)) {
+    launch.environment.push_back(std::move(variable));
+  }
   WorkerClient candidate("candidate", launch);
   candidate.post({{"cmd", "device"}, {"device", request.device}}, Seconds(request.timeout_seconds));
 

@@ -75,4 +75,21 @@ std::string extension_dir(const std::string& cache_dir, const std::string& candi
   return (fs::path(cache_dir) / "extensions" / content_key(content.str())).string();
 }
 
+std::vector<std::pair<std::string, std::string>> build_environment(const std::string& cache_dir,
+                                                                   const std::string& candidate_path,
+                                                                   const std::string& device, const std::string& kbv,
+                                                                   const std::string& python) {
+  std::vector<std::pair<std::string, std::string>> variables = {
+      {"TORCH_EXTENSIONS_DIR", extension_dir(cache_dir, candidate_path, device, python)}};
+  const std::string cxx = environment("CXX").empty() ? "c++" : environment("CXX");
+  const fs::path wrapper = fs::path(kbv).parent_path() / "kbv-pch-c++";
+  std::error_code ignored;
+  if (environment("KBV_PCH") != "off" && cxx.find(' ') == std::string::npos && fs::is_regular_file(wrapper, ignored)) {
+    variables.insert(variables.end(), {{"CXX", wrapper.string()},
+                                       {"KBV_REAL_CXX", cxx},
+                                       {"KBV_PCH_DIR", (fs::path(cache_dir) / "pch").string()}});
+  }
+  return variables;
+}
+
 }  // namespace kbv::eval
