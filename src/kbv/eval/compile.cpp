@@ -14,9 +14,7 @@ CompileResult compile_one(const CompileRequest& request, const std::string& cand
   const auto started = std::chrono::steady_clock::now();
   CompileResult result{candidate, "ok", "", 0};
   WorkerLaunch launch = request.launch;
-  for (auto& variable : build_environment(request.cache_dir, candidate, request.device, launch.executable, launch.python)) {
-    launch.environment.push_back(std::move(variable));
-  }
+  add_build_environment(launch, request.cache_dir, candidate, request.device);
   WorkerClient worker("candidate", launch);
   try {
     worker.request({{"cmd", "compile"}, {"candidate", candidate}, {"device", request.device}},

@@ -238,9 +238,7 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference) {
   // Candidate side, in a fresh process whose extension builds are keyed by content. It creates
   // its device context (~0.25 s on the H200) while the reference draws: neither is timed.
   WorkerLaunch launch = request.launch;
-  for (auto& variable : build_environment(request.cache_dir, request.candidate, request.device, launch.executable, launch.python)) {
-    launch.environment.push_back(std::move(variable));
-  }
+  add_build_environment(launch, request.cache_dir, request.candidate, request.device);
   WorkerClient candidate("candidate", launch);
   candidate.post({{"cmd", "device"}, {"device", request.device}}, Seconds(request.timeout_seconds));
 

@@ -21,6 +21,12 @@ std::string environment(const char* name) {
   return value ? value : "";
 }
 
+// The C++ compiler torch's builds run: $CXX, else c++.
+std::string cxx_compiler() {
+  const std::string cxx = environment("CXX");
+  return cxx.empty() ? "c++" : cxx;
+}
+
 // `command`'s executable as a shell finds it (its first word; a path is taken as it is).
 fs::path find_executable(const std::string& command) {
   const std::string name = command.substr(0, command.find(' '));
@@ -61,7 +67,7 @@ std::string torch_library() {
 }  // namespace
 
 std::string toolchain_identity(const std::string& device) {
-  const std::string cxx = environment("CXX").empty() ? "c++" : environment("CXX");
+  const std::string cxx = cxx_compiler();
   std::string identity = cxx + " = " + file_identity(find_executable(cxx)) + "\n";
   if (device == "cuda") identity += "nvcc = " + file_identity(nvcc()) + "\n";
   return identity + "torch = " + torch_library();
@@ -75,21 +81,17 @@ std::string extension_dir(const std::string& cache_dir, const std::string& candi
   return (fs::path(cache_dir) / "extensions" / content_key(content.str())).string();
 }
 
-std::vector<std::pair<std::string, std::string>> build_environment(const std::string& cache_dir,
-                                                                   const std::string& candidate_path,
-                                                                   const std::string& device, const std::string& kbv,
-                                                                   const std::string& python) {
-  std::vector<std::pair<std::string, std::string>> variables = {
-      {"TORCH_EXTENSIONS_DIR", extension_dir(cache_dir, candidate_path, device, python)}};
-  const std::string cxx = environment("CXX").empty() ? "c++" : environment("CXX");
-  const fs::path wrapper = fs::path(kbv).parent_path() / "kbv-pch-c++";
+void add_build_environment(WorkerLaunch& launch, const std::string& cache_dir, const std::string& candidate_path,
+                           const std::string& device) {
+  launch.environment.emplace_back("TORCH_EXTENSIONS_DIR", extension_dir(cache_dir, candidate_path, device, launch.python));
+  const std::string cxx = cxx_compiler();
+  const fs::path wrapper = fs::path(launch.executable).parent_path() / "kbv-pch-c++";
   std::error_code ignored;
   if (environment("KBV_PCH") != "off" && cxx.find(' ') == std::string::npos && fs::is_regular_file(wrapper, ignored)) {
-    variables.insert(variables.end(), {{"CXX", wrapper.string()},
-                                       {"KBV_REAL_CXX", cxx},
-                                       {"KBV_PCH_DIR", (fs::path(cache_dir) / "pch").string()}});
+    launch.environment.insert(launch.environment.end(), {{"CXX", wrapper.string()},
+                                                         {"KBV_REAL_CXX", cxx},
+                                                         {"KBV_PCH_DIR", (fs::path(cache_dir) / "pch").string()}});
   }
-  return variables;
 }
 
 }  // namespace kbv::eval

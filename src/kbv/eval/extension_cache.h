@@ -7,8 +7,8 @@
 #pragma once
 
 #include <string>
-#include <utility>
-#include <vector>
+
+#include "kbv/eval/worker_client.h"
 
 namespace kbv::eval {
 
@@ -17,15 +17,12 @@ namespace kbv::eval {
 std::string extension_dir(const std::string& cache_dir, const std::string& candidate_path, const std::string& device,
                           const std::string& python);
 
-// The environment of a candidate's worker for its builds: TORCH_EXTENSIONS_DIR (extension_dir)
-// and, for GCC builds, CXX set to kbv's compiler wrapper `kbv-pch-c++` beside the `kbv`
-// executable (torch/extension.h precompiled under `cache_dir`/pch; the real compiler in
-// KBV_REAL_CXX). Without the wrapper, with KBV_PCH=off or a $CXX of more than one word, CXX is
-// left as it is.
-std::vector<std::pair<std::string, std::string>> build_environment(const std::string& cache_dir,
-                                                                   const std::string& candidate_path,
-                                                                   const std::string& device, const std::string& kbv,
-                                                                   const std::string& python);
+// Adds to the environment of a candidate's worker what its builds need: TORCH_EXTENSIONS_DIR
+// (extension_dir) and CXX set to kbv's compiler wrapper `kbv-pch-c++` beside the kbv executable
+// (torch/extension.h precompiled under `cache_dir`/pch; the real compiler in KBV_REAL_CXX).
+// Without the wrapper, with KBV_PCH=off or a $CXX of more than one word, CXX is left as it is.
+void add_build_environment(WorkerLaunch& launch, const std::string& cache_dir, const std::string& candidate_path,
+                           const std::string& device);
 
 // The files a build on `device` runs or links, as load_inline finds them here: the C++ compiler
 // ($CXX, else c++), for cuda nvcc ($PYTORCH_NVCC, else under $CUDA_HOME or $CUDA_PATH, else on

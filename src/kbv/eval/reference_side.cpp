@@ -76,7 +76,7 @@ std::vector<ReferenceDraw> ReferenceSide::draws(const std::vector<Draw>& plan, b
     try {
       // Held through the evaluation (and the next ones, for the same plan): kept in the worker's
       // region, where the previous plan's outputs are released by the first draw. The later
-      // modes are judged against the first in the worker, on the device.
+      // modes are judged against the first in the worker.
       const Reply reply = worker_.request(
           {{"cmd", "check"}, {"draw", draw.to_json()}, {"modes", modes}, {"errors_against_first", true}},
           Seconds(config_.timeout_seconds), first ? Outputs::kept_anew : Outputs::kept);

@@ -39,8 +39,6 @@ bool low_precision_kernel(const std::string& name) {
   return false;
 }
 
-// An error measured in the worker: JSON has no NaN or infinity (they arrive as null), and an error
-// that is not a number means the outputs could not be compared at all.
 json as_items(const json& evidence) { return evidence.is_array() ? evidence : json::array({evidence}); }
 
 Finding finding(const std::string& id, const std::string& severity, json evidence) {

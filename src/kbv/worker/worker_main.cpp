@@ -70,35 +70,44 @@ at::Tensor comparable(const at::Tensor& t) {
   return t.is_cuda() && static_cast<std::int64_t>(t.nbytes()) < kDeviceComparisonBytes ? t.cpu() : t;
 }
 
-// The scaled error of `outputs` against `first` (infinity where they cannot be compared).
-double error_against(const std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& first) {
-  if (check::structure_mismatch(outputs, first)) return std::numeric_limits<double>::infinity();
-  std::vector<at::Tensor> xs, rs;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    xs.push_back(comparable(outputs[i]));
-    rs.push_back(comparable(first[i]));
+// The first mode's outputs as the later modes are judged against them: where they are compared,
+// and their RMS, each made once however many modes follow.
+struct FirstOutputs {
+  explicit FirstOutputs(const std::vector<at::Tensor>& given) {
+    for (const at::Tensor& t : given) {
+      outputs.push_back(comparable(t));
+      rms.push_back(check::finite_rms(outputs.back()));
+    }
   }
-  return check::scaled_error(xs, rs);
-}
+  // The scaled error of `later` against these (infinity where they cannot be compared).
+  double error_of(const std::vector<at::Tensor>& later) const {
+    if (check::structure_mismatch(later, outputs)) return std::numeric_limits<double>::infinity();
+    std::vector<at::Tensor> xs;
+    for (const at::Tensor& t : later) xs.push_back(comparable(t));
+    return check::scaled_error(xs, outputs, rms);
+  }
+  std::vector<at::Tensor> outputs;
+  std::vector<double> rms;
+};
 
 // `check`: draw one input set, run forward under each mode, return the outputs (or sketches).
 // With `errors_against_first`, a later mode's outputs stay here: its reply holds their scaled
 // error against the first mode's (the reference worker's second call and its TF32 baseline are
-// judged on the device, and only the reference crosses to the parent).
+// judged here, and only the reference crosses to the parent).
 void handle_check(Session& session, Channel& channel, const json& command) {
   const pybind11::list inputs = session.draw(command.at("draw"));
   json header = {{"status", "ok"}, {"checksum", input_checksum(inputs)}, {"results", json::array()}};
   std::vector<EncodedTensor> tensors;
-  const bool errors_only = command.value("errors_against_first", false);
-  std::optional<std::vector<at::Tensor>> first;
+  const bool judge_later = command.value("errors_against_first", false) && command.at("modes").size() > 1;
+  std::optional<FirstOutputs> first;
   for (const json& mode : command.at("modes")) {
     const std::string family = command.at("draw").value("family", "standard");
     Forward forward = session.forward(mode.get<std::string>(), inputs, "check on " + family + " inputs");
     json result = {{"mode", mode}};
     if (forward.bad_output) {
       result["bad_output"] = *forward.bad_output;
-    } else if (errors_only && first) {
-      result["error"] = error_against(forward.outputs, *first);
+    } else if (first) {
+      result["error"] = first->error_of(forward.outputs);
     } else if (command.contains("sketch")) {
       json rms = json::array();
       for (const at::Tensor& t : forward.outputs) rms.push_back(check::finite_rms(t));
@@ -107,7 +116,7 @@ void handle_check(Session& session, Channel& channel, const json& command) {
     } else {
       attach(tensors, result["outputs"], forward.outputs);
     }
-    if (errors_only && !first) first = forward.outputs;
+    if (judge_later && !first) first.emplace(forward.outputs);
     header["results"].push_back(result);
   }
   reply(channel, header, tensors);
