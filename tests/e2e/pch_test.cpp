@@ -1,7 +1,7 @@
 // kbv-pch-c++, the compiler candidates' builds run (eval/extension_cache.h): called as ninja calls
 // it for load_inline's main.cpp, it builds torch/extension.h's precompiled copy once, and the next
 // compile with the same flags uses it (GCC's -H marks a used copy with '!'), whatever the
-// extension's name; the objects are the same as without it.
+// extension's name; the objects are the same as without it. Other calls reach the real compiler.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -82,6 +82,19 @@ TEST(PrecompiledTorchHeader, BuiltOnceThenUsedWhateverTheExtensionName) {
   ASSERT_EQ(plain.exit_code, 0) << plain.output;
   EXPECT_EQ(slurp(dir / "first.o"), slurp(dir / "plain.o"));  // the same object as without the copy
   fs::remove_all(dir);
+}
+
+// torch asks the compiler what it is on every load_inline, a cached one included: the wrapper
+// answers as the real compiler does (its front passes anything but a compile straight through).
+TEST(PrecompiledTorchHeader, VersionQuestionsAnsweredByTheRealCompiler) {
+  const fs::path wrapper = fs::path(KBV_BINARY).parent_path() / "kbv-pch-c++";
+  for (const std::string question : {"-dumpfullversion -dumpversion", "-v"}) {
+    const Ran real = run("c++ " + question);
+    const Ran wrapped = run(wrapper.string() + " " + question);
+    ASSERT_EQ(real.exit_code, 0) << real.output;
+    EXPECT_EQ(wrapped.exit_code, 0) << wrapped.output;
+    EXPECT_EQ(wrapped.output, real.output) << question;
+  }
 }
 
 }  // namespace
