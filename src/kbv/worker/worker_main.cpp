@@ -54,10 +54,6 @@ void reply(Channel& channel, json header, const std::vector<EncodedTensor>& tens
   channel.send(header, blobs);
 }
 
-std::vector<at::Tensor> sketch_of(const std::vector<at::Tensor>& outputs, const json& request) {
-  return check::sketch(outputs, request.at("seed").get<std::uint64_t>(), request.at("points").get<int>());
-}
-
 // Where a pair of outputs is compared. On the device, a process's first comparison loads its
 // kernels (0.13 s on the H200, bench/startup_probe.py), later ones take under a millisecond; on
 // the host each pays the copy out into fresh pages and a pass. Measured on the H200 over one
@@ -90,7 +86,7 @@ struct FirstOutputs {
   std::vector<double> rms;
 };
 
-// `check`: draw one input set, run forward under each mode, return the outputs (or sketches).
+// `check`: draw one input set, run forward under each mode, return the outputs.
 // With `errors_against_first`, a later mode's outputs stay here: its reply holds their scaled
 // error against the first mode's (the reference worker's second call and its TF32 baseline are
 // judged here, and only the reference crosses to the parent).
@@ -108,16 +104,31 @@ void handle_check(Session& session, Channel& channel, const json& command) {
       result["bad_output"] = *forward.bad_output;
     } else if (first) {
       result["error"] = first->error_of(forward.outputs);
-    } else if (command.contains("sketch")) {
-      json rms = json::array();
-      for (const at::Tensor& t : forward.outputs) rms.push_back(check::finite_rms(t));
-      result["rms"] = rms;
-      attach(tensors, result["outputs"], sketch_of(forward.outputs, command.at("sketch")));
     } else {
       attach(tensors, result["outputs"], forward.outputs);
     }
     if (judge_later && !first) first.emplace(forward.outputs);
     header["results"].push_back(result);
+  }
+  reply(channel, header, tensors);
+}
+
+// `sketches`: for each of the candidate's timed calls (its content seed and sketch seed), the
+// reference's outputs on the same standard draw, sampled at the same positions, with their RMS.
+// Many calls per request: one round trip each cost more than the call.
+void handle_sketches(Session& session, Channel& channel, const json& command) {
+  const int points = command.at("points");
+  json header = {{"status", "ok"}, {"results", json::array()}};
+  std::vector<EncodedTensor> tensors;
+  for (const json& call : command.at("calls")) {
+    const pybind11::list inputs = session.draw({{"family", "standard"}, {"params", json::object()}, {"seed", call.at("seed")}});
+    const Forward forward = session.forward("reference", inputs, "check of a timed call's inputs");
+    if (forward.bad_output) throw Failure("internal", "the reference on a timed call's inputs: " + *forward.bad_output);
+    json rms = json::array();
+    for (const at::Tensor& t : forward.outputs) rms.push_back(check::finite_rms(t));
+    json result = {{"rms", std::move(rms)}};
+    attach(tensors, result["outputs"], check::sketch(forward.outputs, call.at("sketch_seed").get<std::uint64_t>(), points));
+    header["results"].push_back(std::move(result));
   }
   reply(channel, header, tensors);
 }
@@ -162,6 +173,8 @@ void handle(Session& session, Channel& channel, const json& command) {
     reply(channel, {{"status", "ok"}});
   } else if (name == "check") {
     handle_check(session, channel, command);
+  } else if (name == "sketches") {
+    handle_sketches(session, channel, command);
   } else if (name == "pool") {
     session.fill_pool(command.at("seeds").get<std::vector<std::uint64_t>>());
     reply(channel, {{"status", "ok"}});
