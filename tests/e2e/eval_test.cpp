@@ -208,6 +208,19 @@ TEST(Unverifiable, StochasticReferenceIsNotJudged) {
   EXPECT_NE(r.record["verdict_reason"].get<std::string>().find("stochastic"), std::string::npos);
 }
 
+// Under verified the candidate's worker builds the problem's Model to copy its weights, and must
+// not count it in the candidate's footprint: here a cycle keeps it alive past its last reference.
+TEST(Memory, TheReferenceBuiltToCopyStateIsNotInTheCandidatesFootprint) {
+  const Outcome r = kbv_eval({(kData / "problem_cyclic_model.py").string(), (kData / "candidate_plain_linear.py").string(),
+                              "--quiet"},
+                             "cyclic model");
+  ASSERT_EQ(r.exit_code, 0) << r.err;  // its verdict is no_custom_kernel's: plain PyTorch
+  const std::int64_t weights = std::int64_t{2048} * 2048 * 4;
+  const std::int64_t footprint = r.record["memory"]["candidate_footprint_bytes"];
+  EXPECT_GE(footprint, weights);
+  EXPECT_LT(footprint, weights + weights / 2);
+}
+
 // A build killed while it held torch's build lock (Ctrl-C, a lost machine) leaves the lock file,
 // and torch waits for it forever, cached build or not. kbv builds one process at a time per
 // extension directory under its own lock, so a torch lock found there is stale and is removed.
