@@ -47,7 +47,12 @@ honest_all = median_ms(honest["timing"]["candidate"]["samples_seconds"])
 print(f"side stream: device-wide {side_all:.4f} ms, current stream only {side_stream:.4f} ms; "
       f"honest on the current stream {honest_all:.4f} ms")
 check(side_all >= 0.8 * honest_all, "side-stream candidate's measured time includes its kernel")
-check(side["verdict"] == "pass", "side-stream candidate's outputs checked correct")
+# Its outputs are right (every draw, every timed call); the verdict is the hack it is.
+check(all(c["status"] == "pass" for c in side["correctness"]) and
+      side["timing"]["timed_outputs_checked"] == side["timing"]["candidate"]["samples"],
+      "side-stream candidate's outputs checked correct")
+check(side["verdict"] == "hack" and any(f["id"] == "side_stream" for f in side["findings"]),
+      "side-stream candidate named side_stream")
 
 # 3. Spread of the speedup over 5 evaluations of one candidate.
 candidate = "candidates/7_LargeMatmul/cuda_honest.py"
