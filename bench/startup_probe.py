@@ -7,8 +7,11 @@ times, in order: the fork itself (seen from the child's first line), CUDA's init
 its context (`torch.cuda.init()` and a first allocation), a first tiny kernel, then a comparison
 of two small float32 outputs (64 Ki elements) as the reference worker judges its later calls on
 the device (float64 difference, max, RMS: kernels loaded lazily on their first call) and the same
-on the host after `.cpu()`, each its first time and again. Prints a table of seconds last, the
-median over REPEATS children.
+on the host after `.cpu()`, each its first time and again; then a draw of each of kbv's input
+families other than `standard` (src/kbv/inputs/families.cpp's operations, on a 16 x 16384
+float32 input like `1_ReLU`'s), its first time and again: the checks of a `verified` evaluation
+run in a fresh worker, and each kernel a process uses loads on its first call. Prints a table of
+seconds last, the median over REPEATS children.
 """
 import json
 import os
@@ -18,8 +21,10 @@ import time
 
 import torch
 
+FAMILIES = ("normal", "shifted", "heavy", "sparse")
 STEPS = ("fork", "cuda_init", "first_kernel", "device_compare_first", "device_compare_again",
-         "host_compare_first", "host_compare_again")
+         "host_compare_first", "host_compare_again") + tuple(
+             f"draw_{family}_{when}" for family in FAMILIES for when in ("first", "again"))
 
 
 def compare(x, r):
@@ -27,6 +32,32 @@ def compare(x, r):
     rd = r.double()
     rms = rd.square().mean().sqrt()
     return ((x.double() - rd).abs() / rms).max().item()
+
+
+def draw(family, like, gen):
+    """One family's values shaped like `like`, with the operations kbv's inputs::redraw uses
+    (both heavy-tailed kinds, so that every kernel of the family runs)."""
+    empty = lambda: torch.empty_like(like)
+    if family == "normal":
+        values = empty().normal_(0.0, 2.0, generator=gen)
+    elif family == "shifted":
+        values = empty().uniform_(-3.0, 5.0, generator=gen)
+    elif family == "heavy":
+        chi2 = torch.zeros_like(like)
+        for _ in range(3):
+            chi2.add_(empty().normal_(0.0, 1.0, generator=gen).square_())
+        values = empty().normal_(0.0, 1.0, generator=gen).div_(chi2.div_(3).sqrt_())
+        sign = empty().bernoulli_(0.5, generator=gen).mul_(2).sub_(1)
+        values.add_(empty().exponential_(1.0, generator=gen).mul_(sign))
+        outliers = empty().bernoulli_(1e-3, generator=gen)
+        values.mul_(outliers.mul_(49.0).add_(1.0))
+    else:
+        keep = empty().bernoulli_(0.1, generator=gen)
+        magnitude = torch.pow(10.0, empty().uniform_(-2.0, 2.0, generator=gen))
+        sign = empty().bernoulli_(0.5, generator=gen).mul_(2).sub_(1)
+        spikes = empty().bernoulli_(1e-3, generator=gen)
+        values = torch.where(spikes.to(torch.bool), sign.mul(1e3), magnitude.mul_(sign).mul_(keep))
+    return torch.where(like == 0, torch.zeros((), device=like.device), values).contiguous()
 
 
 def child(write_fd, forked_at):
@@ -47,6 +78,12 @@ def child(write_fd, forked_at):
     step("device_compare_again", lambda: compare(x, r))
     step("host_compare_first", lambda: compare(x.cpu(), r.cpu()))
     step("host_compare_again", lambda: compare(x.cpu(), r.cpu()))
+    like = torch.rand(16, 16384, device="cuda")
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(7)
+    for family in FAMILIES:
+        step(f"draw_{family}_first", lambda: draw(family, like, gen))
+        step(f"draw_{family}_again", lambda: draw(family, like, gen))
     os.write(write_fd, json.dumps(seconds).encode())
     os._exit(0)
 
