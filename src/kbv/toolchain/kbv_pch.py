@@ -2,12 +2,12 @@
 one, with torch/extension.h precompiled (docs/performance.md, "torch/extension.h precompiled").
 
 kbv-pch-c++ runs this for a compile of a C++ source; it runs the real compiler ($KBV_REAL_CXX,
-else c++) with the arguments ninja gave. When they compile
-one C++ source against torch's headers (load_inline's main.cpp, which starts with
-`#include <torch/extension.h>`), a precompiled copy of that header, built once per compiler,
-torch and set of flags under $KBV_PCH_DIR, goes first on the include path: GCC uses it when it
-matches the compile and reads the header itself when not, and the object it writes is the same.
-A compile that finds the copy being built by another goes on without it.
+else c++) with the arguments ninja gave. When they compile one C++ source against torch's headers
+(load_inline's main.cpp, which starts with `#include <torch/extension.h>`), a precompiled copy of
+that header, built once per compiler, torch and set of flags under $KBV_PCH_DIR, goes first on the
+include path: GCC uses it when it matches the compile and reads the header itself when not, and
+the object it writes is the same. A compile that finds the copy being built by another goes on
+without it.
 """
 import fcntl
 import hashlib
