@@ -10,6 +10,12 @@ mkdir -p "$out"
 rows=$(awk -F'\t' -v d="$device" 'NR > 1 && $3 == d' "$here/manifest.tsv")
 total=$(printf '%s\n' "$rows" | grep -c . || true)
 echo "kbv demo: $total examples on $device, verified and kernelbench protocols; records in $out" >&2
+# Every candidate built first, in parallel (one at a time, inside the evaluations, they would take
+# minutes each on a first run); a build that fails is recorded and reported by its evaluation.
+candidates=$(printf '%s\n' "$rows" | awk -F'\t' -v h="$here" 'NF { print h "/" $2 }' | sort -u)
+# shellcheck disable=SC2086  # one path per word: the examples' paths hold no spaces
+"$kbv" compile --device "$device" -j "$(nproc)" $candidates > "$out/compile.log" 2>&1 ||
+  echo "  some builds failed (see $out/compile.log): their evaluations report them" >&2
 n=0
 while IFS=$'\t' read -r problem candidate _device _v _k _note; do
   [ -n "$problem" ] || continue
