@@ -161,12 +161,16 @@ nlohmann::json Session::load(const nlohmann::json& command) {
   return facts;
 }
 
+py::list Session::draw_standard(std::uint64_t seed) const {
+  return guarded("problem_error", "get_inputs() raised", [&] {
+    return py::list(python::harness().attr("draw_standard")(problem_.attr("get_inputs"), seed, device_.str()));
+  });
+}
+
 py::list Session::draw(const nlohmann::json& spec) const {
   const auto family = inputs::family_from_name(spec.at("family").get<std::string>());
   const std::uint64_t seed = spec.at("seed");
-  py::list drawn = guarded("problem_error", "get_inputs() raised", [&] {
-    return py::list(python::harness().attr("draw_standard")(problem_.attr("get_inputs"), seed, device_.str()));
-  });
+  py::list drawn = draw_standard(seed);
   for (size_t i = 0; i < drawn.size(); ++i) {
     if (!is_tensor(drawn[i])) continue;
     const at::Tensor like = py::cast<at::Tensor>(drawn[i]);
@@ -213,9 +217,8 @@ Forward Session::collect(const py::object& result) {
 }
 
 void Session::fill_pool(const std::vector<std::uint64_t>& seeds) {
-  const nlohmann::json params = nlohmann::json::object();
   for (size_t i = 0; i < seeds.size(); ++i) {
-    py::list fresh = draw({{"family", "standard"}, {"params", params}, {"seed", seeds[i]}});
+    py::list fresh = draw_standard(seeds[i]);
     if (i >= pool_.size()) {
       pool_.push_back(fresh);
       last_.emplace_back();

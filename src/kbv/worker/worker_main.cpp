@@ -121,7 +121,7 @@ void handle_sketches(Session& session, Channel& channel, const json& command) {
   json header = {{"status", "ok"}, {"results", json::array()}};
   std::vector<EncodedTensor> tensors;
   for (const json& call : command.at("calls")) {
-    const pybind11::list inputs = session.draw({{"family", "standard"}, {"params", json::object()}, {"seed", call.at("seed")}});
+    const pybind11::list inputs = session.draw_standard(call.at("seed").get<std::uint64_t>());
     const Forward forward = session.forward("reference", inputs, "check of a timed call's inputs");
     if (forward.bad_output) throw Failure("internal", "the reference on a timed call's inputs: " + *forward.bad_output);
     json rms = json::array();
