@@ -6,6 +6,10 @@
 
 #include <chrono>
 
+#include <ATen/ATen.h>
+
+#include "kbv/protocol/protocol.h"
+
 namespace kbv::eval {
 namespace {
 
@@ -50,6 +54,37 @@ TEST(WorkerClient, APostedCommandPastItsDeadlineLosesTheWorkerAtTheNextRequest) 
     EXPECT_NE(std::string(lost.what()).find("'device'"), std::string::npos) << lost.what();
   }
   worker.shutdown();  // already reaped: nothing left to do
+}
+
+// The kernels a worker loads ahead (the `device` command with a protocol) change nothing it
+// measures or computes: the candidate's footprint, the inputs drawn, the outputs.
+TEST(WorkerClient, KernelsLoadedAheadChangeNoFootprintDrawOrOutput) {
+  const nlohmann::json protocol = protocol::to_json(protocol::preset("verified"));
+  const std::string data = KBV_TEST_DATA_DIR;
+  const nlohmann::json load = {{"cmd", "load"},
+                               {"problem", data + "/problem_cyclic_model.py"},
+                               {"candidate", data + "/candidate_plain_linear.py"},
+                               {"device", "cpu"},
+                               {"protocol", protocol}};
+  const nlohmann::json check = {{"cmd", "check"},
+                                {"draw", {{"family", "heavy"}, {"params", {{"kind", "laplace"}, {"scale", 2.0}, {"outlier_fraction", 1e-3}, {"outlier_scale", 50.0}}}, {"seed", 7}}},
+                                {"modes", {"candidate"}}};
+  std::vector<Reply> loads, checks;
+  for (const bool warmed : {false, true}) {
+    WorkerClient worker("candidate", launch());
+    nlohmann::json device = {{"cmd", "device"}, {"device", "cpu"}};
+    if (warmed) device["protocol"] = protocol;
+    worker.post(device, 60s);
+    loads.push_back(worker.request(load, 60s));
+    checks.push_back(worker.request(check, 60s));
+    worker.shutdown();
+  }
+  EXPECT_GT(loads[0].header.at("footprint_bytes").get<std::int64_t>(), 0);
+  EXPECT_EQ(loads[0].header.at("footprint_bytes"), loads[1].header.at("footprint_bytes"));
+  EXPECT_EQ(checks[0].header.at("checksum"), checks[1].header.at("checksum"));
+  ASSERT_EQ(checks[0].tensors.size(), 1u);
+  ASSERT_EQ(checks[1].tensors.size(), 1u);
+  EXPECT_TRUE(at::equal(checks[0].tensors[0], checks[1].tensors[0]));
 }
 
 }  // namespace

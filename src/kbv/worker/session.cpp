@@ -13,6 +13,7 @@
 #include "kbv/inputs/families.h"
 #include "kbv/measure/statistics.h"
 #include "kbv/python/harness.h"
+#include "kbv/worker/kernel_warmup.h"
 
 namespace py = pybind11;
 
@@ -65,9 +66,10 @@ nlohmann::json Session::select_device(const std::string& name) {
   return facts;
 }
 
-void Session::start_device(const std::string& name) {
+void Session::start_device(const std::string& name, const nlohmann::json& protocol) {
   select_device(name);
   if (device_.is_cuda()) (void)at::empty({1}, at::TensorOptions().device(device_));  // the context, with its first allocation
+  if (!protocol.is_null()) warm_kernels(device_, protocol);
   measure::synchronize(device_);
 }
 

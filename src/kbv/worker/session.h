@@ -36,8 +36,10 @@ class Session {
   // Only imports the candidate (building its kernels into the extension cache): `kbv compile`.
   void compile(const nlohmann::json& command);
   // Selects the device and creates its context (CUDA's, ~0.25 s on the H200), so that the parent
-  // can have it done while it waits on something else; `load` then finds it ready.
-  void start_device(const std::string& name);
+  // can have it done while it waits on something else; `load` then finds it ready. With a
+  // protocol (protocol::to_json's form), also runs once the kernels its steps will use
+  // (worker/kernel_warmup.h).
+  void start_device(const std::string& name, const nlohmann::json& protocol);
 
   // The inputs of one draw: {"family", "params", "seed"}; returns the Python argument list.
   pybind11::list draw(const nlohmann::json& spec) const;

@@ -166,7 +166,7 @@ void handle(Session& session, Channel& channel, const json& command) {
     facts["status"] = "ok";
     reply(channel, facts);
   } else if (name == "device") {
-    session.start_device(command.at("device"));
+    session.start_device(command.at("device"), command.value("protocol", json()));
     reply(channel, {{"status", "ok"}});
   } else if (name == "compile") {
     session.compile(command);
