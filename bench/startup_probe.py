@@ -9,7 +9,9 @@ of two small float32 outputs (64 Ki elements) as the reference worker judges its
 the device (float64 difference, max, RMS: kernels loaded lazily on their first call) and the same
 on the host after `.cpu()`, each its first time and again; then a draw of each of kbv's input
 families other than `standard` (src/kbv/inputs/families.cpp's operations, on a 16 x 16384
-float32 input like `1_ReLU`'s), its first time and again: the checks of a `verified` evaluation
+float32 input like `1_ReLU`'s), its first time and again; then the checksum of the inputs, the
+watch's comparison of inputs with their snapshot, a timed output's sketch and a call under the
+profiler (the probe's trace), each its first time and again: the checks of a `verified` evaluation
 run in a fresh worker, and each kernel a process uses loads on its first call. Prints a table of
 seconds last, the median over REPEATS children.
 """
@@ -24,7 +26,9 @@ import torch
 FAMILIES = ("normal", "shifted", "heavy", "sparse")
 STEPS = ("fork", "cuda_init", "first_kernel", "device_compare_first", "device_compare_again",
          "host_compare_first", "host_compare_again") + tuple(
-             f"draw_{family}_{when}" for family in FAMILIES for when in ("first", "again"))
+             f"draw_{family}_{when}" for family in FAMILIES for when in ("first", "again")) + tuple(
+             f"{name}_{when}" for name in ("checksum", "watch_compare", "sketch", "profiler")
+             for when in ("first", "again"))
 
 
 def compare(x, r):
@@ -84,6 +88,23 @@ def child(write_fd, forked_at):
     for family in FAMILIES:
         step(f"draw_{family}_first", lambda: draw(family, like, gen))
         step(f"draw_{family}_again", lambda: draw(family, like, gen))
+    # kbv's other steps of a candidate's check and probe: the inputs' checksum, the watch's
+    # comparison of the inputs after a call with their snapshot, a timed output's sketch, the
+    # profiler's traced call.
+    before = like.clone()
+    positions = torch.randint(like.numel(), (64,))
+    for when in ("first", "again"):
+        step(f"checksum_{when}", lambda: (like.sum(dtype=torch.float64).item(),
+                                          like.abs().sum(dtype=torch.float64).item()))
+        step(f"watch_compare_{when}", lambda: before.ne(like).logical_and(
+            before.isnan().logical_and(like.isnan()).logical_not()).sum().item())
+        step(f"sketch_{when}", lambda: like.reshape(-1).index_select(0, positions.to("cuda")).cpu().double())
+    for when in ("first", "again"):
+        def traced():
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                                    torch.profiler.ProfilerActivity.CUDA]):
+                like.mul(2.0)
+        step(f"profiler_{when}", traced)
     os.write(write_fd, json.dumps(seconds).encode())
     os._exit(0)
 

@@ -87,7 +87,7 @@ const ReferenceDraw* refresh_draw(const std::vector<ReferenceDraw>& references, 
 // Throws WorkerFailed / WorkerLost for the caller to file as the candidate's verdict.
 void evaluate_candidate(WorkerClient& worker, const EvalRequest& request, const std::vector<ReferenceDraw>& references,
                         const json& reference_trace, std::mt19937_64& rng, Record& record,
-                        std::vector<TimedOutputSketch>& sketches) {
+                        std::vector<TimedOutputSketch>& sketches, const std::function<void()>& before_timing) {
   const protocol::Protocol& protocol = request.protocol;
   const bool detect = protocol.detection.enabled;
   if (detect) {
@@ -155,6 +155,7 @@ void evaluate_candidate(WorkerClient& worker, const EvalRequest& request, const 
     }
   }
   if (decision.verdict == Verdict::pass) {
+    before_timing();
     request.progress("candidate: timing");
     stage.emplace(record, "timing");
     TimingRun timing = run_timing(worker, "candidate", protocol, rng, request.timeout_seconds, protocol.timing.check_timed_outputs);
@@ -230,9 +231,20 @@ void check_timed_outputs(ReferenceSide& reference, const EvalRequest& request, c
   }
 }
 
+// The candidate's worker, started: forked, then (posted, not awaited) its device context made and
+// the kernels of kbv's own steps loaded (worker/kernel_warmup.h).
+std::unique_ptr<WorkerClient> start_candidate_worker(const EvalRequest& request) {
+  WorkerLaunch launch = request.launch;
+  add_build_environment(launch, request.cache_dir, request.candidate, request.device);
+  auto worker = std::make_unique<WorkerClient>("candidate", launch);
+  worker->post({{"cmd", "device"}, {"device", request.device}, {"protocol", protocol::to_json(request.protocol)}},
+               Seconds(request.timeout_seconds));
+  return worker;
+}
+
 }  // namespace
 
-Record evaluate(const EvalRequest& request, ReferenceSide& reference) {
+Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRelay* relay) {
   const auto started = std::chrono::steady_clock::now();
   if (!std::filesystem::is_regular_file(request.candidate)) throw EvalError("no such file: " + request.candidate);
   if (request.problem != reference.config().problem || request.device != reference.config().device ||
@@ -247,12 +259,12 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference) {
   record.protocol = protocol::to_json(protocol);
   record.versions = reference.versions();
 
-  // Candidate side, in a fresh process whose extension builds are keyed by content. It creates
-  // its device context (~0.25 s on the H200) while the reference draws: neither is timed.
-  WorkerLaunch launch = request.launch;
-  add_build_environment(launch, request.cache_dir, request.candidate, request.device);
-  WorkerClient candidate("candidate", launch);
-  candidate.post({{"cmd", "device"}, {"device", request.device}}, Seconds(request.timeout_seconds));
+  // Candidate side, in a fresh process whose extension builds are keyed by content. Unless it was
+  // started ahead, it makes its device context (~0.25 s on the H200) and loads kbv's kernels while
+  // the reference draws: neither is timed.
+  std::unique_ptr<WorkerClient> worker = relay ? std::move(relay->ready) : nullptr;
+  if (!worker) worker = start_candidate_worker(request);
+  WorkerClient& candidate = *worker;
 
   std::mt19937_64 rng = make_rng(protocol);
   bool stochastic = false;
@@ -279,10 +291,37 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference) {
   }
   record.baseline = reference.baseline();
   record.baseline_memory = reference.baseline_memory();
+  // The physical floor's yardstick, a timed copy: measured before the candidate (once per output
+  // size and problem in a run), so that nothing timed follows the candidate's own timing.
+  std::optional<double> copy_seconds;
+  std::int64_t output_bytes = 0;
+  if (protocol.detection.enabled && traced) {
+    for (const at::Tensor& t : traced->reference) output_bytes += static_cast<std::int64_t>(t.nbytes());
+    const Stage stage(record, "floor");
+    candidate.settle();
+    copy_seconds = reference.copy_seconds(output_bytes);
+  }
+
+  // Nothing timed is left before the candidate's own timing: the next candidate's worker starts
+  // now and is waited for before that timing (kbv run).
+  WorkerClient* next = nullptr;
+  if (relay && relay->next) {
+    try {
+      relay->ready = start_candidate_worker(*relay->next);
+      next = relay->ready.get();
+    } catch (const std::exception&) {
+      // Its own evaluation starts it again, and files what fails then.
+    }
+  }
+  const auto before_timing = [&] {
+    if (!next) return;
+    const Stage stage(record, "next_worker");
+    next->settle();
+  };
 
   std::vector<TimedOutputSketch> sketches;
   try {
-    evaluate_candidate(candidate, request, references, reference.trace(), rng, record, sketches);
+    evaluate_candidate(candidate, request, references, reference.trace(), rng, record, sketches, before_timing);
   } catch (const WorkerFailed& failed) {
     record.verdict = verdict_of(failed.kind);
     record.verdict_reason = failed.what();
@@ -296,15 +335,8 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference) {
     const Stage stage(record, "timed_output_checks");
     check_timed_outputs(reference, request, references, sketches, record);
   }
-  if (protocol.detection.enabled && record.candidate_timing && traced) {
-    std::int64_t output_bytes = 0;
-    for (const at::Tensor& t : traced->reference) output_bytes += static_cast<std::int64_t>(t.nbytes());
-    double copy = 0;
-    {
-      const Stage stage(record, "floor");
-      copy = reference.copy_seconds(output_bytes);
-    }
-    if (auto anomaly = hacks::judge_floor(record.candidate_timing->seconds, copy, output_bytes, protocol.detection)) {
+  if (copy_seconds && record.candidate_timing) {
+    if (auto anomaly = hacks::judge_floor(record.candidate_timing->seconds, *copy_seconds, output_bytes, protocol.detection)) {
       hacks::merge(record.findings, {*anomaly});
     }
   }

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -38,10 +40,18 @@ struct EvalRequest {
 // One evaluation with its own reference worker (kbv eval).
 protocol::Record evaluate(const EvalRequest& request);
 
+// kbv run's evaluations of one problem in a row: each starts the next candidate's worker (forked,
+// its device context made, kbv's kernels loaded: ~0.3-0.5 s on the H200) while its own untimed
+// steps run, and waits for it before its first timed call; the next evaluation finds it ready.
+struct WorkerRelay {
+  std::unique_ptr<WorkerClient> ready;  // this candidate's worker, started by the evaluation before
+  std::optional<EvalRequest> next;      // the next candidate of the same problem, if any
+};
+
 class ReferenceSide;
 // One candidate against a reference side serving the same problem, device and protocol (kbv run:
 // the side and its baseline outlive the candidate). Throws EvalError when the reference fails; the
-// side is then unusable.
-protocol::Record evaluate(const EvalRequest& request, ReferenceSide& reference);
+// side is then unusable (a worker started for the next candidate is still in `relay`).
+protocol::Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRelay* relay = nullptr);
 
 }  // namespace kbv::eval

@@ -198,7 +198,21 @@ RunTotals run(const RunRequest& request, store::Store& store) {
         stop_building = true;
         return;
       }
-      for (const Pending& p : group.pending) {
+      const auto evaluation_of = [&](const Pending& p) {
+        eval::EvalRequest evaluation;
+        evaluation.problem = p.job->problem.path;
+        evaluation.candidate = p.job->candidate.path;
+        evaluation.device = request.device;
+        evaluation.protocol = protocol;
+        evaluation.timeout_seconds = request.timeout_seconds;
+        evaluation.compile_timeout_seconds = request.compile_timeout_seconds;
+        evaluation.cache_dir = request.cache_dir;
+        evaluation.launch = launch;
+        return evaluation;
+      };
+      eval::WorkerRelay relay;  // each candidate's worker is started during the evaluation before
+      for (size_t i = 0; i < group.pending.size(); ++i) {
+        const Pending& p = group.pending[i];
         built.at(p.job->candidate.path).wait();
         const auto begun = Clock::now();
         json record;
@@ -212,16 +226,9 @@ RunTotals run(const RunRequest& request, store::Store& store) {
             environment = store.environment(facts);
             baseline.reset();
           }
-          eval::EvalRequest evaluation;
-          evaluation.problem = p.job->problem.path;
-          evaluation.candidate = p.job->candidate.path;
-          evaluation.device = request.device;
-          evaluation.protocol = protocol;
-          evaluation.timeout_seconds = request.timeout_seconds;
-          evaluation.compile_timeout_seconds = request.compile_timeout_seconds;
-          evaluation.cache_dir = request.cache_dir;
-          evaluation.launch = launch;
-          record = protocol::to_json(eval::evaluate(evaluation, *reference));
+          relay.next.reset();
+          if (i + 1 < group.pending.size()) relay.next = evaluation_of(group.pending[i + 1]);
+          record = protocol::to_json(eval::evaluate(evaluation_of(p), *reference, &relay));
           if (!baseline && reference->baseline_measured()) {
             const json& memory = record["memory"];
             baseline = store.baseline(p.problem_id, key.second, request.device, environment, record["timing"]["baseline"],
