@@ -11,9 +11,10 @@ on the host after `.cpu()`, each its first time and again; then a draw of each o
 families other than `standard` (src/kbv/inputs/families.cpp's operations, on a 16 x 16384
 float32 input like `1_ReLU`'s), its first time and again; then the checksum of the inputs, the
 watch's comparison of inputs with their snapshot, a timed output's sketch and a call under the
-profiler (the probe's trace), each its first time and again: the checks of a `verified` evaluation
-run in a fresh worker, and each kernel a process uses loads on its first call. Prints a table of
-seconds last, the median over REPEATS children.
+profiler's low-level API as kbv's trace uses it (the high-level torch.profiler.profile took 7 s
+on its first call, H200, 2026-12-01), each its first time and again: the checks of a `verified`
+evaluation run in a fresh worker, and each kernel a process uses loads on its first call. Prints
+a table of seconds last, the median over REPEATS children.
 """
 import json
 import os
@@ -99,11 +100,20 @@ def child(write_fd, forked_at):
         step(f"watch_compare_{when}", lambda: before.ne(like).logical_and(
             before.isnan().logical_and(like.isnan()).logical_not()).sum().item())
         step(f"sketch_{when}", lambda: like.reshape(-1).index_select(0, positions.to("cuda")).cpu().double())
+    from torch._C._profiler import _ExperimentalConfig
+    from torch.autograd.profiler import (ProfilerActivity, ProfilerConfig, ProfilerState, _disable_profiler,
+                                         _enable_profiler, _prepare_profiler)
+
+    def traced():  # as kbv's monitor.trace_call does: the profiler's low-level API
+        activities = {ProfilerActivity.CPU, ProfilerActivity.CUDA}
+        config = ProfilerConfig(ProfilerState.KINETO, False, False, False, False, False, _ExperimentalConfig())
+        _prepare_profiler(config, activities)
+        _enable_profiler(config, activities)
+        like.mul(2.0)
+        torch.cuda.synchronize()
+        _disable_profiler().events()
+
     for when in ("first", "again"):
-        def traced():
-            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
-                                                    torch.profiler.ProfilerActivity.CUDA]):
-                like.mul(2.0)
         step(f"profiler_{when}", traced)
     os.write(write_fd, json.dumps(seconds).encode())
     os._exit(0)
