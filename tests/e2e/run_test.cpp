@@ -128,6 +128,9 @@ TEST_F(RunAndReport, KilledRunResumesWithEveryRecordOnceAndReports) {
                         "JOIN problems p ON p.id = c.problem_id WHERE p.name = 'ReLU' AND r.baseline_id IS NULL"), 0);
   EXPECT_LE(scalar(db_, "SELECT COUNT(*) FROM baselines"), 8);
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM records WHERE protocol = 'kernelbench' AND verdict = 'pass'"), 3);
+  // ReLU's first sample under kernelbench (both pass there) started the second's worker and
+  // waited for it before its own timing.
+  EXPECT_GE(scalar(db_, "SELECT COUNT(*) FROM records WHERE protocol = 'kernelbench' AND record LIKE '%\"next_worker\"%'"), 1);
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM records WHERE protocol = 'verified' AND verdict = 'pass'"), 2);
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM records WHERE protocol = 'verified' AND verdict = 'incorrect' "
                         "AND findings LIKE '%distribution_specific:error%'"), 1);
