@@ -22,10 +22,13 @@ struct MatmulDraw {
   ReferenceDraw draw;
   at::Tensor baseline;  // TF32
 
-  // The baseline's error, as the reference worker measures it (after any edit of a test).
+  // The baseline's error and the reference's finiteness and RMS, as the reference worker measures
+  // them (after any edit of a test).
   ReferenceDraw measured() const {
     ReferenceDraw d = draw;
     d.baseline_error = check::scaled_error({baseline}, d.reference);
+    d.all_finite = check::all_finite(d.reference);
+    for (const at::Tensor& r : d.reference) d.reference_rms.push_back(check::finite_rms(r));
     return d;
   }
 };

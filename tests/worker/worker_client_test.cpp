@@ -8,6 +8,7 @@
 
 #include <ATen/ATen.h>
 
+#include "kbv/check/comparison.h"
 #include "kbv/protocol/protocol.h"
 
 namespace kbv::eval {
@@ -67,7 +68,10 @@ TEST(WorkerClient, KernelsLoadedAheadChangeNoFootprintDrawOrOutput) {
                                {"device", "cpu"},
                                {"protocol", protocol}};
   const nlohmann::json check = {{"cmd", "check"},
-                                {"draw", {{"family", "heavy"}, {"params", {{"kind", "laplace"}, {"scale", 2.0}, {"outlier_fraction", 1e-3}, {"outlier_scale", 50.0}}}, {"seed", 7}}},
+                                {"draw",
+                                 {{"family", "heavy"},
+                                  {"params", {{"kind", "laplace"}, {"scale", 2.0}, {"outlier_fraction", 1e-3}, {"outlier_scale", 50.0}}},
+                                  {"seed", 7}}},
                                 {"modes", {"candidate"}}};
   std::vector<Reply> loads, checks;
   for (const bool warmed : {false, true}) {
@@ -85,6 +89,31 @@ TEST(WorkerClient, KernelsLoadedAheadChangeNoFootprintDrawOrOutput) {
   ASSERT_EQ(checks[0].tensors.size(), 1u);
   ASSERT_EQ(checks[1].tensors.size(), 1u);
   EXPECT_TRUE(at::equal(checks[0].tensors[0], checks[1].tensors[0]));
+}
+
+// The reference worker's facts about its first mode's outputs, which the parent's tolerances
+// use instead of passes of its own over the copies: the same finiteness and RMS.
+TEST(WorkerClient, TheReferencesRmsAndFinitenessComeWithItsOutputs) {
+  const nlohmann::json protocol = protocol::to_json(protocol::preset("verified"));
+  WorkerClient worker("reference", launch());
+  worker.request({{"cmd", "load"},
+                  {"problem", std::string(KBV_TEST_DATA_DIR) + "/problem_cyclic_model.py"},
+                  {"device", "cpu"},
+                  {"protocol", protocol}},
+                 60s);
+  const Reply reply = worker.request({{"cmd", "check"},
+                                      {"draw", {{"family", "normal"}, {"params", {{"std", 2.0}}}, {"seed", 3}}},
+                                      {"modes", {"reference", "baseline"}},
+                                      {"errors_against_first", true}},
+                                     60s);
+  const nlohmann::json& first = reply.header.at("results").at(0);
+  ASSERT_EQ(reply.tensors.size(), 1u);
+  EXPECT_EQ(first.at("all_finite"), true);
+  ASSERT_EQ(first.at("rms").size(), 1u);
+  EXPECT_DOUBLE_EQ(first.at("rms").at(0).get<double>(), check::finite_rms(reply.tensors[0]));
+  EXPECT_GT(first.at("rms").at(0).get<double>(), 0.0);
+  EXPECT_FALSE(reply.header.at("results").at(1).contains("rms"));  // a later mode has its error only
+  worker.shutdown();
 }
 
 }  // namespace

@@ -32,13 +32,11 @@ double derive_tolerance(double baseline_error, const protocol::Protocol& protoco
 void prepare(std::vector<ReferenceDraw>& draws, const protocol::Protocol& protocol) {
   bool standard_finite = true;
   for (const ReferenceDraw& d : draws) {
-    if (d.draw.family == protocol::Family::standard && d.skip_reason.empty()) {
-      standard_finite = standard_finite && check::all_finite(d.reference);
-    }
+    if (d.draw.family == protocol::Family::standard && d.skip_reason.empty()) standard_finite = standard_finite && d.all_finite;
   }
   for (ReferenceDraw& d : draws) {
     if (!d.skip_reason.empty()) continue;
-    if (d.draw.family != protocol::Family::standard && standard_finite && !check::all_finite(d.reference)) {
+    if (d.draw.family != protocol::Family::standard && standard_finite && !d.all_finite) {
       d.skip_reason = "out of domain: the reference yields non-finite values under this family";
       continue;
     }
@@ -53,8 +51,6 @@ void prepare(std::vector<ReferenceDraw>& draws, const protocol::Protocol& protoc
       continue;
     }
     d.tolerance = derive_tolerance(d.baseline_error, protocol);
-    d.reference_rms.clear();
-    for (const at::Tensor& r : d.reference) d.reference_rms.push_back(check::finite_rms(r));
   }
 }
 

@@ -26,7 +26,10 @@ struct ReferenceDraw {
   // baseline gave no comparable outputs.
   double baseline_error = 0;
   double tolerance = 0;
-  std::vector<double> reference_rms;  // per output, set by prepare() for the scaled comparison
+  // Measured by the reference worker where the outputs lie: whether every value is finite, and
+  // each output's RMS over its finite values (the scaled comparison's scale).
+  bool all_finite = true;
+  std::vector<double> reference_rms;
 };
 
 // Marks draws outside the problem's domain (non-finite reference where the standard inputs

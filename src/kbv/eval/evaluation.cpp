@@ -272,8 +272,8 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
   {
     const Stage stage(record, "reference_draws");
     references = reference.draws(plan_draws(protocol, rng), stochastic);
+    prepare(references, protocol);
   }
-  prepare(references, protocol);
   if (stochastic) {
     record.verdict = Verdict::unverifiable;
     record.verdict_reason = "stochastic reference: two calls on the same inputs differ";

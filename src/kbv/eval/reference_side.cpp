@@ -76,7 +76,8 @@ std::vector<ReferenceDraw> ReferenceSide::draws(const std::vector<Draw>& plan, b
     try {
       // Held through the evaluation (and the next ones, for the same plan): kept in the worker's
       // region, where the previous plan's outputs are released by the first draw. The later
-      // modes are judged against the first in the worker.
+      // modes are judged against the first in the worker, which also measures the first's RMS
+      // and finiteness.
       const Reply reply = worker_.request(
           {{"cmd", "check"}, {"draw", draw.to_json()}, {"modes", modes}, {"errors_against_first", true}},
           Seconds(config_.timeout_seconds), first ? Outputs::kept_anew : Outputs::kept);
@@ -85,6 +86,8 @@ std::vector<ReferenceDraw> ReferenceSide::draws(const std::vector<Draw>& plan, b
       if (bad[0]) throw EvalError("the problem's Model returns no tensors: " + *bad[0]);
       const json& results = reply.header.at("results");
       d.reference = outputs.front();
+      d.all_finite = results.front().at("all_finite");
+      for (const json& rms : results.front().at("rms")) d.reference_rms.push_back(protocol::error_from_json(rms));
       if (scaled) d.baseline_error = error_of(results.back());
       d.checksum = reply.header.at("checksum");
       if (first) stochastic = error_of(results[1]) != 0.0;

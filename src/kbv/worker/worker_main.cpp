@@ -67,13 +67,14 @@ at::Tensor comparable(const at::Tensor& t) {
 }
 
 // The first mode's outputs as the later modes are judged against them: where they are compared,
-// and their RMS, each made once however many modes follow.
+// their RMS and whether all are finite, each made once however many modes follow.
 struct FirstOutputs {
   explicit FirstOutputs(const std::vector<at::Tensor>& given) {
     for (const at::Tensor& t : given) {
       outputs.push_back(comparable(t));
       rms.push_back(check::finite_rms(outputs.back()));
     }
+    all_finite = check::all_finite(outputs);
   }
   // The scaled error of `later` against these (infinity where they cannot be compared).
   double error_of(const std::vector<at::Tensor>& later) const {
@@ -84,17 +85,20 @@ struct FirstOutputs {
   }
   std::vector<at::Tensor> outputs;
   std::vector<double> rms;
+  bool all_finite = true;
 };
 
 // `check`: draw one input set, run forward under each mode, return the outputs.
 // With `errors_against_first`, a later mode's outputs stay here: its reply holds their scaled
 // error against the first mode's (the reference worker's second call and its TF32 baseline are
-// judged here, and only the reference crosses to the parent).
+// judged here, and only the reference crosses to the parent), and the first mode's result says
+// whether its outputs are all finite and each one's RMS, measured where they lie (on the device
+// when large) instead of in passes of the parent over the copies.
 void handle_check(Session& session, Channel& channel, const json& command) {
   const pybind11::list inputs = session.draw(command.at("draw"));
   json header = {{"status", "ok"}, {"checksum", input_checksum(inputs)}, {"results", json::array()}};
   std::vector<EncodedTensor> tensors;
-  const bool judge_later = command.value("errors_against_first", false) && command.at("modes").size() > 1;
+  const bool against_first = command.value("errors_against_first", false);
   std::optional<FirstOutputs> first;
   for (const json& mode : command.at("modes")) {
     const std::string family = command.at("draw").value("family", "standard");
@@ -107,7 +111,13 @@ void handle_check(Session& session, Channel& channel, const json& command) {
     } else {
       attach(tensors, result["outputs"], forward.outputs);
     }
-    if (judge_later && !first) first.emplace(forward.outputs);
+    if (against_first && !first) {
+      first.emplace(forward.outputs);
+      if (!forward.bad_output) {
+        result["all_finite"] = first->all_finite;
+        result["rms"] = first->rms;
+      }
+    }
     header["results"].push_back(result);
   }
   reply(channel, header, tensors);
