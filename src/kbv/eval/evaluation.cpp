@@ -329,7 +329,11 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
     record.verdict = verdict_of(lost.kind);
     record.verdict_reason = lost.what();
   }
-  candidate.shutdown();
+  {
+    // Waits for the process's exit: on a GPU, its device context's teardown too.
+    const Stage stage(record, "shutdown");
+    candidate.shutdown();
+  }
   record.candidate_log = candidate.log_tail();
   if (record.verdict == Verdict::pass) {
     const Stage stage(record, "timed_output_checks");
