@@ -304,19 +304,17 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
 
   // Nothing timed is left before the candidate's own timing: the next candidate's worker starts
   // now and is waited for before that timing (kbv run).
-  WorkerClient* next = nullptr;
   if (relay && relay->next) {
     try {
       relay->ready = start_candidate_worker(*relay->next);
-      next = relay->ready.get();
     } catch (const std::exception&) {
       // Its own evaluation starts it again, and files what fails then.
     }
   }
   const auto before_timing = [&] {
-    if (!next) return;
+    if (!relay || !relay->ready) return;
     const Stage stage(record, "next_worker");
-    next->settle();
+    relay->ready->settle();
   };
 
   std::vector<TimedOutputSketch> sketches;
