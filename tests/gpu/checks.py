@@ -56,15 +56,27 @@ check(side["verdict"] == "hack" and any(f["id"] == "side_stream" for f in side["
 
 # 3. Spread of the speedup over 5 evaluations of one candidate.
 candidate = "candidates/7_LargeMatmul/cuda_honest.py"
-speedups = []
+speedups, baselines, candidates = [], [], []
 for i in range(5):
     path = os.path.join(out, f"repeat{i}.json")
     subprocess.run([kbv, "eval", os.path.join(examples, "problems/7_LargeMatmul.py"), os.path.join(examples, candidate),
                     "--device", "cuda", "--quiet", "--json", path], check=True, stdout=subprocess.DEVNULL)
     with open(path) as f:
-        speedups.append(json.load(f)["timing"]["speedup"])
-spread = (max(speedups) - min(speedups)) / statistics.median(speedups)
+        timing = json.load(f)["timing"]
+    speedups.append(timing["speedup"])
+    baselines.append(timing["baseline_ms"])
+    candidates.append(timing["candidate_ms"])
+
+
+def spread_of(figures):
+    return (max(figures) - min(figures)) / statistics.median(figures)
+
+
+spread = spread_of(speedups)
 print(f"repeated speedups of {candidate}: " + ", ".join(f"{s:.4f}" for s in speedups) + f"; spread {spread:.2%}")
+# Which side moves: each evaluation times the baseline in its reference worker, the candidate in its own.
+print("  baseline ms: " + ", ".join(f"{b:.4f}" for b in baselines) + f"; spread {spread_of(baselines):.2%}")
+print("  candidate ms: " + ", ".join(f"{c:.3f}" for c in candidates) + f"; spread {spread_of(candidates):.2%}")
 check(spread <= 0.05, "speedup spread over 5 evaluations within 5%")
 
 # 4. Outputs whose copies span two of a worker's CUDA registrations of its output region (3 MiB
@@ -84,5 +96,6 @@ print(f"| baseline 4096^3 fp32 matmul, kernelbench (no TF32) | {fp32_ms:.3f} ms 
 print(f"| side-stream ReLU: device-wide / stream-only / honest | {side_all:.4f} / {side_stream:.4f} / {honest_all:.4f} ms |")
 print(f"| outputs across two region registrations (3 MiB + 4 KiB) | {odd_verdict} |")
 print(f"| speedup over 5 evaluations (7_LargeMatmul honest) | {min(speedups):.4f}..{max(speedups):.4f}, spread {spread:.2%} |")
+print(f"| their baseline / candidate spreads | {spread_of(baselines):.2%} / {spread_of(candidates):.2%} |")
 print(f"\n{'all GPU checks passed' if not failures else str(len(failures)) + ' GPU checks FAILED'}")
 sys.exit(1 if failures else 0)
