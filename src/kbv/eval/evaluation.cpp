@@ -105,6 +105,7 @@ void evaluate_candidate(WorkerClient& worker, const EvalRequest& request, const 
                                        {"protocol", protocol::to_json(protocol)}},
                                       Seconds(request.compile_timeout_seconds));
   record.candidate_memory.emplace().footprint_bytes = loaded.header.value("footprint_bytes", 0);
+  record.import_steps_seconds = loaded.header.value("steps_seconds", std::map<std::string, double>{});
 
   request.progress("candidate: checking " + std::to_string(references.size()) + " input draws");
   stage.emplace(record, "checks");
@@ -328,15 +329,20 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
     record.verdict_reason = lost.what();
   }
   {
-    // Waits for the process's exit: on a GPU, its device context's teardown too.
+    // The process's teardown (on a GPU, its device context's) runs beside the timed outputs'
+    // checks; the reap waits for what is left of it.
     const Stage stage(record, "shutdown");
-    candidate.shutdown();
+    candidate.begin_shutdown();
   }
-  record.candidate_log = candidate.log_tail();
   if (record.verdict == Verdict::pass) {
     const Stage stage(record, "timed_output_checks");
     check_timed_outputs(reference, request, references, sketches, record);
   }
+  {
+    const Stage stage(record, "shutdown");
+    candidate.shutdown();
+  }
+  record.candidate_log = candidate.log_tail();
   if (copy_seconds && record.candidate_timing) {
     if (auto anomaly = hacks::judge_floor(record.candidate_timing->seconds, *copy_seconds, output_bytes, protocol.detection)) {
       hacks::merge(record.findings, {*anomaly});

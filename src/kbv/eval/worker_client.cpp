@@ -139,7 +139,7 @@ Reply WorkerClient::await(const Posted& posted, Outputs outputs) {
   return reply;
 }
 
-void WorkerClient::shutdown() {
+void WorkerClient::begin_shutdown() {
   settle();
   if (!running_) return;
   running_ = false;
@@ -147,9 +147,13 @@ void WorkerClient::shutdown() {
     process_.send({{"cmd", "exit"}}, {}, std::chrono::steady_clock::now() + std::chrono::seconds(5));
     process_.receive(std::chrono::steady_clock::now() + std::chrono::seconds(5));
   } catch (const std::exception&) {
-    // Already gone: reaped below either way.
+    // Already gone: reaped by shutdown() either way.
   }
   process_.kill();
+}
+
+void WorkerClient::shutdown() {
+  begin_shutdown();
   process_.wait();
 }
 
