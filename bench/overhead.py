@@ -7,7 +7,8 @@ calls kbv had to make), and the rest, kbv's overhead, with the stages that hold 
 single `kbv eval` starts its own reference worker and times the baseline. `kbv run` shares both
 per problem, so the cost of one more evaluation in a run is measured too: one `kbv run` over every
 candidate twice (two copies of the file), both protocols; the second copy's record is what each
-further candidate of a problem costs there. Every stage of every row goes to OUT_DIR/stages.tsv.
+further candidate of a problem costs there. Every stage of every row goes to OUT_DIR/stages.tsv, and
+the steps of the candidate worker's load inside `import` as `import.<step>` (the worker's own clock).
 
 Usage: overhead.py OUT_DIR [--kbv KBV] [--device cuda|cpu] [--only REGEX]
 """
@@ -70,8 +71,8 @@ def main():
     with open(os.path.join(args.out, "stages.tsv"), "w") as f:  # every stage of every row
         f.write("where\tcandidate\tprotocol\twall\tstage\tseconds\n")
         for where, listed in (("eval", rows), ("run", in_run)):
-            for label, protocol, _, wall, _, _, stages in listed:
-                for name, seconds in stages:
+            for label, protocol, _, wall, _, _, stages, steps in listed:
+                for name, seconds in stages + [("import." + step, seconds) for step, seconds in steps]:
                     f.write(f"{where}\t{label}\t{protocol}\t{wall:.3f}\t{name}\t{seconds:.4f}\n")
     print("one kbv eval each (its reference worker's start and the baseline's timing included)")
     print_rows(rows)
@@ -82,12 +83,14 @@ def main():
 def row(label, protocol, record):
     kernel = kernel_seconds(record)
     stages = sorted(record.get("stage_seconds", {}).items(), key=lambda item: -item[1])
-    return (label, protocol, record["verdict"], record["wall_seconds"], kernel, record["wall_seconds"] - kernel, stages)
+    steps = list(record.get("import_steps_seconds", {}).items())
+    return (label, protocol, record["verdict"], record["wall_seconds"], kernel, record["wall_seconds"] - kernel, stages,
+            steps)
 
 
 def print_rows(rows):
     print(f"{'candidate':16s} {'protocol':12s} {'verdict':10s} {'wall':>7s} {'kernel':>7s} {'overhead':>8s}  largest stages (s)")
-    for label, protocol, verdict, wall, kernel, overhead, stages in rows:
+    for label, protocol, verdict, wall, kernel, overhead, stages, _ in rows:
         largest = ", ".join(f"{n} {s:.2f}" for n, s in stages[:3])
         print(f"{label:16s} {protocol:12s} {verdict:10s} {wall:7.2f} {kernel:7.3f} {overhead:8.2f}  {largest}")
 

@@ -105,7 +105,8 @@ json to_json(const Record& r) {
           {"logs", {{"candidate", r.candidate_log}, {"reference", r.reference_log}}},
           {"versions", r.versions},
           {"wall_seconds", r.wall_seconds},
-          {"stage_seconds", r.stage_seconds}};
+          {"stage_seconds", r.stage_seconds},
+          {"import_steps_seconds", r.import_steps_seconds}};
 }
 
 double error_from_json(const json& value) {

@@ -74,10 +74,12 @@ struct Record {
   std::string candidate_log, reference_log;  // tails of the workers' stdout+stderr
   nlohmann::json versions;
   double wall_seconds = 0;
-  // Wall seconds per stage (reference_draws, baseline, screen, import, checks, probe, timing,
-  // memory, findings, timed_output_checks, floor); the candidate worker's start-up (interpreter,
-  // torch) falls in its first stage.
+  // Wall seconds per stage (reference_draws, baseline, floor, screen, import, checks, probe,
+  // next_worker, timing, memory, findings, shutdown, timed_output_checks); the candidate worker's
+  // start-up (interpreter, torch) falls in its first stage.
   std::map<std::string, double> stage_seconds;
+  // The candidate worker's load, step by step, in its own seconds (where `import` goes).
+  std::map<std::string, double> import_steps_seconds;
 };
 
 // Both sides' peaks side by side, when both were measured (PROTOCOL.md, "Memory").

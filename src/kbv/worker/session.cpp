@@ -99,6 +99,13 @@ nlohmann::json Session::load(const nlohmann::json& command) {
   py::module_& harness = python::harness();
   protocol_ = command.at("protocol");
   nlohmann::json facts = {{"versions", harness.attr("versions")().cast<std::map<std::string, std::string>>()}};
+  // Each step's seconds, where the load's time goes (the record's import_steps_seconds).
+  auto last = std::chrono::steady_clock::now();
+  const auto step = [&](const char* name) {
+    const auto now = std::chrono::steady_clock::now();
+    facts["steps_seconds"][name] = std::chrono::duration<double>(now - last).count();
+    last = now;
+  };
 
   const std::string device_name = command.at("device");
   facts.update(select_device(device_name));
@@ -108,6 +115,7 @@ nlohmann::json Session::load(const nlohmann::json& command) {
   timing.launch_cover_seconds = protocol_.at("timing").at("launch_cover_seconds");
   timer_ = measure::make_timer(device_, timing);
   memory_ = measure::make_memory_meter(device_);
+  step("device_and_timer");
 
   const std::string problem_path = command.at("problem");
   problem_ = guarded("problem_error", "cannot import the problem " + problem_path,
@@ -122,10 +130,12 @@ nlohmann::json Session::load(const nlohmann::json& command) {
                                   [&] { return py::list(problem_.attr("get_init_inputs")()); });
   const std::uint64_t seed = protocol_.at("init_seed");
   const std::int64_t before = memory_->allocated();
+  step("problem");
 
   if (role_ == Role::reference) {
     model_ = guarded("problem_error", "constructing Model(*get_init_inputs()) raised",
                      [&] { return harness.attr("build")(problem_.attr("Model"), init, seed); });
+    step("construct");
   } else {
     const std::string candidate_path = command.at("candidate");
     if (protocol_.at("detection").at("enabled").get<bool>()) {
@@ -137,10 +147,12 @@ nlohmann::json Session::load(const nlohmann::json& command) {
     if (!py::hasattr(candidate_, "ModelNew")) {
       throw Failure("runtime_error", "the candidate " + candidate_path + " defines no `ModelNew` class");
     }
+    step("candidate");
     model_ = guarded("runtime_error", "constructing ModelNew(*get_init_inputs()) raised (does its constructor match Model's?)", [&] {
       const py::tuple args = py::make_tuple(candidate_.attr("ModelNew"), init, seed);
       return watch_ ? watch_->construct(harness.attr("build"), args) : harness.attr("build")(*args);
     });
+    step("construct");
     if (protocol_.at("copy_state").get<bool>()) {
       const std::int64_t without_reference = memory_->allocated();
       py::object reference = guarded("problem_error", "constructing Model(*get_init_inputs()) raised",
@@ -151,6 +163,7 @@ nlohmann::json Session::load(const nlohmann::json& command) {
       // collection, which costs 0.14 s on the CPU machine (more with a larger heap). Built on the
       // host, it never counts in a device's footprint.
       if (memory_->allocated() > without_reference) py::module_::import("gc").attr("collect")();
+      step("copy_state");
     }
   }
   if (py::hasattr(model_, "to")) {
@@ -158,8 +171,10 @@ nlohmann::json Session::load(const nlohmann::json& command) {
                      [&] { return model_.attr("to")(device_name); });
   }
   measure::synchronize(device_);
+  step("to_device");
   facts["footprint_bytes"] = memory_->allocated() - before;
   if (watch_) watch_->check_state("import and construction");
+  step("watch");
   return facts;
 }
 
