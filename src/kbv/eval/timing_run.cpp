@@ -72,6 +72,7 @@ TimingRun run_timing(WorkerClient& worker, const std::string& mode, const protoc
       const nlohmann::json& result = timed.header.at("results").at(i);
       criterion->add_measurement(result.at("seconds").get<double>());
       run.result.stream_samples.push_back(result.at("stream_seconds").get<double>());
+      run.result.launch_samples.push_back(result.at("launch_seconds").get<double>());
       if (!sketch) continue;
       std::vector<at::Tensor> values;
       for (size_t k = 0; k < result.at("outputs").size(); ++k) values.push_back(timed.tensors.at(next++));

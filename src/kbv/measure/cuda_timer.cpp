@@ -2,6 +2,7 @@
 // before the end event so that work on any stream counts (PROTOCOL.md, "Timing"). A second end
 // event recorded right after the call returns gives the current-stream-only figure beside it.
 #include <algorithm>
+#include <chrono>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -37,22 +38,24 @@ class CudaEventTimer final : public Timer {
     const auto stream = at::cuda::getCurrentCUDAStream();
     if (cover_cycles_ > 0) at::cuda::sleep(cover_cycles_);  // the call is launched while this spins
     start_.record(stream);
+    const auto launched = std::chrono::steady_clock::now();
     nvtxRangePushA(range);  // a no-op unless a profiler is attached
     call();
     nvtxRangePop();
+    const double launch_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - launched).count();
     stream_end_.record(stream);
     if (device_sync_) c10::cuda::device_synchronize();
     end_.record(stream);
     end_.synchronize();
     const double stream_seconds = start_.elapsed_time(stream_end_) / 1e3;
-    if (!device_sync_) return {stream_seconds, stream_seconds};
+    if (!device_sync_) return {stream_seconds, stream_seconds, launch_seconds};
     // The round trip measured once, at the start, was taken off every sample; but it moves with
     // the host's and the GPU's state (6.5-8.6 us at the start of five evaluations on the H200, up
     // to 30 us through stretches of one), and a 0.34 ms call's device-wide median moved 5% between
     // evaluations where its current-stream median moved 1.8%. So each sample's own round trip is
     // measured right after it, bounded by kMaxLatencyFactor times the first figure.
     const double latency = std::min(round_trip(kSampleLatencySpinSeconds), kMaxLatencyFactor * sync_latency_);
-    return {std::max(stream_seconds, start_.elapsed_time(end_) / 1e3 - latency), stream_seconds};
+    return {std::max(stream_seconds, start_.elapsed_time(end_) / 1e3 - latency), stream_seconds, launch_seconds};
   }
 
   nlohmann::json describe() const override {

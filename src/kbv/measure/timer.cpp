@@ -14,7 +14,7 @@ class HostTimer final : public Timer {
     const auto start = std::chrono::steady_clock::now();
     call();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return {seconds, seconds};
+    return {seconds, seconds, seconds};
   }
   nlohmann::json describe() const override { return {{"clock", "host steady_clock"}}; }
 };

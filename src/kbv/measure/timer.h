@@ -15,6 +15,9 @@ namespace kbv::measure {
 struct TimedCall {
   double seconds = 0;         // the measured time (device-wide when the protocol syncs the device)
   double stream_seconds = 0;  // current stream only (equal to `seconds` on the CPU)
+  // Host seconds from the start to the call's return: on the GPU, where it outlasts the launch
+  // cover, the GPU idled inside the timed region waiting for the host.
+  double launch_seconds = 0;
 };
 
 class Timer {

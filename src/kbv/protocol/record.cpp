@@ -14,6 +14,7 @@ json number(double value) { return std::isfinite(value) ? json(value) : json(nul
 json to_json(const TimingResult& t) {
   return {{"seconds", t.seconds},     {"ci", {t.ci_low, t.ci_high}}, {"samples", t.samples.size()},
           {"samples_seconds", t.samples}, {"stream_samples_seconds", t.stream_samples},
+          {"launch_samples_seconds", t.launch_samples},
           {"criterion", t.criterion}, {"flags", t.flags}, {"clock", t.clock}};
 }
 

@@ -45,6 +45,7 @@ struct FamilyResult {
 struct TimingResult {
   std::vector<double> samples;         // seconds
   std::vector<double> stream_samples;  // seconds, current stream only
+  std::vector<double> launch_samples;  // the host's seconds from the start event to the call's return
   double seconds = 0;                  // the protocol's statistic (median or mean)
   double ci_low = 0, ci_high = 0;      // 95% CI of the median
   nlohmann::json criterion;            // stopping rule and whether it converged

@@ -157,7 +157,7 @@ void handle_timed_calls(Session& session, Channel& channel, const json& command)
     if (call.contains("fill")) session.fill_pool(call["fill"].get<std::vector<std::uint64_t>>());
     const size_t set = call.at("set");
     const measure::TimedCall timed = session.timed_call(set, mode);
-    json result = {{"seconds", timed.seconds}, {"stream_seconds", timed.stream_seconds}};
+    json result = {{"seconds", timed.seconds}, {"stream_seconds", timed.stream_seconds}, {"launch_seconds", timed.launch_seconds}};
     if (points > 0) {
       const std::uint64_t seed = ((std::uint64_t{entropy()} << 32) | entropy()) >> 1;
       result["sketch_seed"] = seed;
