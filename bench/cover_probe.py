@@ -1,76 +1,122 @@
-"""Is a sub-millisecond call's timing noise the host's or the GPU's? (docs/performance.md)
+"""Is a sub-millisecond call's timing noise the host's or the GPU's, and which part of kbv's pattern
+of timed calls brings it? (docs/performance.md, "Timing stability")
 
 Usage (on the GPU machine): python3 bench/cover_probe.py
 
-Times a 4096^3 TF32 matmul (about 0.34 ms) as kbv's verified timing does (flush, a spin kernel that
-covers the host's launch, start event, call, end event on the stream), in series of 400 samples
-with a 100 us cover (kbv's) and a 500 us one. Per sample it also takes the host's launch time (from
-the start event's record to the call's return): where the launch outlasts the cover, the GPU
-idles inside the timed region. Then kbv's pattern (two input sets in turn with new content before
-each round, a device-wide synchronize), and both again beside a second process that holds an idle
-CUDA context (kbv's other worker). Prints per series the stream median, the share of samples more
-than 5% over the series' fastest, and of those how many had a launch longer than the cover.
+Times a 4096^3 TF32 matmul (about 0.34 ms) as kbv's verified timing does (an L2 flush, a spin kernel
+that covers the host's launch, start event, call, end event), 400 samples per series, while
+nvidia-smi samples the SM clock, the power draw and the clocks' event reasons every 100 ms. Per
+sample it also takes the host's launch time (from the start event's record to the call's return):
+where the launch outlasts the cover, the GPU idles inside the timed region. The series add kbv's
+habits one at a time (two input sets in turn; new content in them before each round; a device-wide
+synchronize before the end event), then all of them, then two ways of spreading the new content:
+one set refilled after each call, and a 1 ms pause after each refill. Then the plain series and
+kbv's pattern again beside a second process holding an idle CUDA context (kbv's other worker).
+Prints per series the median, the fastest, the share of samples more than 5% over the fastest and
+how many of those had a launch longer than the cover, the host launch's median, p99 and max, and
+nvidia-smi's SM clock, power and event reasons over the series.
 """
+import csv
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 import torch
 
 torch.backends.cuda.matmul.allow_tf32 = True
-a = torch.randn(4096, 4096, device="cuda")
-b = torch.randn(4096, 4096, device="cuda")
+N = 4096
+COVER = 100e-6
+PEAK_HZ = 1.98e9  # the H200's peak SM clock: at a lower clock the cover lasts longer
+a, b = torch.randn(N, N, device="cuda"), torch.randn(N, N, device="cuda")
+sets = [[torch.randn(N, N, device="cuda") for _ in range(2)] for _ in range(2)]
 flush = torch.empty(120 << 20, dtype=torch.uint8, device="cuda")  # twice the H200's L2
 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-peak_hz = 1.98e9  # the H200's peak SM clock: at a lower clock the cover lasts longer
 
 
-sets = [[torch.randn(4096, 4096, device="cuda") for _ in range(2)] for _ in range(2)]
+def refill(tensors):
+    for t in tensors:
+        t.copy_(torch.randn_like(t))
 
 
-def sample(cover_seconds, kbv_pattern=False, call=0):
-    x, y = a, b
-    if kbv_pattern:  # kbv's: two input sets in turn, new content before each round, a device-wide synchronize
-        x, y = sets[call % 2]
-        if call % 2 == 0:
-            for t in sets[0] + sets[1]:
-                t.copy_(torch.randn_like(t))
+def sample(i, alternate, refresh, device_sync, cover=COVER):
+    """One timed call; refresh: None, "round" (both sets before each round, kbv's), "each" (the set
+    just timed, after its call) or "round+pause" (kbv's, then 1 ms of host sleep)."""
+    x, y = sets[i % 2] if alternate else (a, b)
+    if refresh in ("round", "round+pause") and i % 2 == 0:
+        refill(sets[0] + sets[1])
+        if refresh == "round+pause":
+            torch.cuda.synchronize()
+            time.sleep(1e-3)
     flush.zero_()
-    torch.cuda._sleep(int(cover_seconds * peak_hz))
+    torch.cuda._sleep(int(cover * PEAK_HZ))
     start.record()
     begun = time.perf_counter()
     torch.mm(x, y)
     launch = time.perf_counter() - begun
-    if kbv_pattern:
+    if device_sync:
         torch.cuda.synchronize()
     end.record()
     end.synchronize()
+    if refresh == "each":
+        refill(sets[i % 2])
     return start.elapsed_time(end) * 1e-3, launch
 
 
-def series(cover_seconds, calls=400, kbv_pattern=False, label=""):
-    xs = [sample(cover_seconds, kbv_pattern, i) for i in range(calls)]
+class Smi:
+    """nvidia-smi's samples over one series."""
+
+    def __init__(self):
+        with tempfile.NamedTemporaryFile(suffix=".csv", delete=False) as f:
+            self.path = f.name
+        self.process = subprocess.Popen(
+            ["nvidia-smi", "--query-gpu=clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active",
+             "--format=csv,noheader,nounits", "-lms", "100"], stdout=open(self.path, "w"), stderr=subprocess.DEVNULL)
+
+    def summary(self):
+        self.process.terminate()
+        self.process.wait()
+        rows = [r for r in csv.reader(open(self.path)) if len(r) == 4]
+        os.unlink(self.path)
+        if not rows:
+            return "nvidia-smi: no samples"
+        clocks = [float(r[0]) for r in rows]
+        power = [float(r[1]) for r in rows]
+        reasons = sorted({r[3].strip() for r in rows})
+        return (f"SM clock {min(clocks):.0f}-{max(clocks):.0f} MHz, power {statistics.mean(power):.0f} W "
+                f"(max {max(power):.0f}), {rows[-1][2].strip()} C, event reasons {' '.join(reasons)}")
+
+
+def series(label, alternate=False, refresh=None, device_sync=False, calls=400):
+    smi = Smi()
+    xs = [sample(i, alternate, refresh, device_sync) for i in range(calls)]
+    clocks = smi.summary()
     times = [t for t, _ in xs]
     fastest = min(times)
     slow = [(t, launch) for t, launch in xs if t > 1.05 * fastest]
-    uncovered = sum(1 for _, launch in slow if launch > cover_seconds)
+    uncovered = sum(1 for _, launch in slow if launch > COVER)
     launches = sorted(launch for _, launch in xs)
-    print(f"{label}cover {cover_seconds * 1e6:.0f} us: median {statistics.median(times) * 1e3:.4f} ms, fastest "
-          f"{fastest * 1e3:.4f}; {len(slow)}/{calls} samples >5% over the fastest, {uncovered} of them with a "
-          f"launch longer than the cover; host launch median {launches[calls // 2] * 1e6:.1f} us, "
-          f"p99 {launches[calls * 99 // 100] * 1e6:.1f}, max {launches[-1] * 1e6:.1f}", flush=True)
+    print(f"{label}: median {statistics.median(times) * 1e3:.4f} ms, fastest {fastest * 1e3:.4f}; {len(slow)}/{calls} "
+          f">5% over the fastest, {uncovered} of them with a launch longer than the cover; host launch median "
+          f"{launches[calls // 2] * 1e6:.0f} us, p99 {launches[calls * 99 // 100] * 1e6:.0f}, max {launches[-1] * 1e6:.0f}; "
+          f"{clocks}", flush=True)
 
 
-for _ in range(20):  # warm: cuBLAS's heuristics, the clocks
-    sample(100e-6)
-for cover in (100e-6, 500e-6, 100e-6):
-    series(cover)
-series(100e-6, kbv_pattern=True, label="kbv's pattern, ")
-# A second process holding a CUDA context of its own, idle, as kbv's other worker does.
+for i in range(20):  # warm: cuBLAS's heuristics, the clocks
+    sample(i, True, "round", True)
+series("plain (one input set, no refresh)")
+series("two sets in turn", alternate=True)
+series("two sets, new content before each round", alternate=True, refresh="round")
+series("device-wide synchronize", device_sync=True)
+series("kbv's pattern", alternate=True, refresh="round", device_sync=True)
+series("kbv's, the set just timed refilled after its call", alternate=True, refresh="each", device_sync=True)
+series("kbv's, 1 ms pause after each round's refill", alternate=True, refresh="round+pause", device_sync=True)
+series("plain again")
 neighbour = subprocess.Popen([sys.executable, "-c", "import torch, time; torch.zeros(1, device='cuda'); "
                               "print('ready', flush=True); time.sleep(60)"], stdout=subprocess.PIPE, text=True)
 neighbour.stdout.readline()
-series(100e-6, label="beside an idle context, ")
-series(100e-6, kbv_pattern=True, label="beside an idle context, kbv's pattern, ")
+series("beside an idle context, plain")
+series("beside an idle context, kbv's pattern", alternate=True, refresh="round", device_sync=True)
 neighbour.kill()
