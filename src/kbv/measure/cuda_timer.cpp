@@ -22,9 +22,8 @@ class CudaEventTimer final : public Timer {
   CudaEventTimer(const c10::Device& device, const protocol::Timing& timing) : device_sync_(timing.device_sync) {
     int peak_khz = 0;
     C10_CUDA_CHECK(cudaDeviceGetAttribute(&peak_khz, cudaDevAttrClockRate, device.index()));
-    peak_hz_ = peak_khz * 1e3;
     // Cycles at the peak clock: at a lower clock the cover only lasts longer.
-    cover_cycles_ = static_cast<std::int64_t>(timing.launch_cover_seconds * peak_hz_);
+    cover_cycles_ = static_cast<std::int64_t>(timing.launch_cover_seconds * peak_khz * 1e3);
     std::int64_t bytes = timing.l2_flush_bytes;
     // Twice the L2, as reported by the device: writing it evicts whatever the last call left.
     if (bytes <= 0) bytes = 2 * static_cast<std::int64_t>(at::cuda::getDeviceProperties(device.index())->l2CacheSize);
@@ -48,14 +47,7 @@ class CudaEventTimer final : public Timer {
     end_.record(stream);
     end_.synchronize();
     const double stream_seconds = start_.elapsed_time(stream_end_) / 1e3;
-    if (!device_sync_) return {stream_seconds, stream_seconds, launch_seconds};
-    // The round trip measured once, at the start, was taken off every sample; but it moves with
-    // the host's and the GPU's state (6.5-8.6 us at the start of five evaluations on the H200, up
-    // to 30 us through stretches of one), and a 0.34 ms call's device-wide median moved 5% between
-    // evaluations where its current-stream median moved 1.8%. So each sample's own round trip is
-    // measured right after it, bounded by kMaxLatencyFactor times the first figure.
-    const double latency = std::min(round_trip(kSampleLatencySpinSeconds), kMaxLatencyFactor * sync_latency_);
-    return {std::max(stream_seconds, start_.elapsed_time(end_) / 1e3 - latency), stream_seconds, launch_seconds};
+    return {std::max(stream_seconds, start_.elapsed_time(end_) / 1e3 - sync_latency_), stream_seconds, launch_seconds};
   }
 
   nlohmann::json describe() const override {
@@ -66,43 +58,30 @@ class CudaEventTimer final : public Timer {
  private:
   // The end event of the device-wide figure is recorded once the host has returned from the
   // synchronize: the figure holds that round trip (6.5-8.6 us on the H200), which is no work of the
-  // call's. Measured as the call sees it (the host waiting while the GPU works), first here (the
-  // median of 21: the bound) and then after each sample, and taken off that sample, never below
-  // the current stream's own figure. Work on other streams that ends within this latency of the
-  // current stream's is not counted (the trace names it).
+  // call's. Measured here as the call sees it (the host waiting while the GPU works: a flush), and
+  // taken off each sample, never below the current stream's own figure. Work on other streams
+  // that ends within this latency of the current stream's is not counted (the trace names it).
   double measure_sync_latency() {
     constexpr int kCalls = 21;
+    const auto stream = at::cuda::getCurrentCUDAStream();
     std::vector<double> gaps;
-    for (int i = 0; i < kCalls; ++i) gaps.push_back(round_trip(kSampleLatencySpinSeconds));
+    for (int i = 0; i < kCalls; ++i) {
+      flush_.zero_();
+      stream_end_.record(stream);
+      c10::cuda::device_synchronize();
+      end_.record(stream);
+      end_.synchronize();
+      gaps.push_back(stream_end_.elapsed_time(end_) / 1e3);
+    }
     std::nth_element(gaps.begin(), gaps.begin() + kCalls / 2, gaps.end());
     return gaps[kCalls / 2];
   }
 
-  // One round trip as a sample sees it: the host waits in the synchronize while the GPU works (a
-  // spin of `spin_seconds`), then records the end event once it returns.
-  double round_trip(double spin_seconds) {
-    const auto stream = at::cuda::getCurrentCUDAStream();
-    at::cuda::sleep(static_cast<std::int64_t>(spin_seconds * peak_hz_));
-    probe_start_.record(stream);
-    c10::cuda::device_synchronize();
-    probe_end_.record(stream);
-    probe_end_.synchronize();
-    return probe_start_.elapsed_time(probe_end_) / 1e3;
-  }
-
-  // Long enough for the host to be waiting in the synchronize before the spin ends.
-  static constexpr double kSampleLatencySpinSeconds = 20e-6;
-  // A sample's round trip is trusted up to this multiple of the first measurement: a larger one
-  // could hide work on other streams that ends after the current stream's.
-  static constexpr double kMaxLatencyFactor = 3;
-
   bool device_sync_;
-  double peak_hz_ = 0;
-  double sync_latency_ = 0;  // the first measurement, the bound of each sample's own
+  double sync_latency_ = 0;
   std::int64_t cover_cycles_ = 0;
   at::Tensor flush_;
   at::cuda::CUDAEvent start_{cudaEventDefault}, stream_end_{cudaEventDefault}, end_{cudaEventDefault};
-  at::cuda::CUDAEvent probe_start_{cudaEventDefault}, probe_end_{cudaEventDefault};
 };
 
 }  // namespace
