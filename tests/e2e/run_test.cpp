@@ -131,6 +131,9 @@ TEST_F(RunAndReport, KilledRunResumesWithEveryRecordOnceAndReports) {
   // ReLU's first sample under kernelbench (both pass there) started the second's worker and
   // waited for it before its own timing.
   EXPECT_GE(scalar(db_, "SELECT COUNT(*) FROM records WHERE protocol = 'kernelbench' AND record LIKE '%\"next_worker\"%'"), 1);
+  // The second sample of a group reaped the first's worker before its own timing. Of ReLU's two
+  // groups (2 samples each, one lane), the kill can split only the one in progress.
+  EXPECT_GE(scalar(db_, "SELECT COUNT(*) FROM records WHERE record LIKE '%\"previous_worker\"%'"), 1);
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM records WHERE protocol = 'verified' AND verdict = 'pass'"), 2);
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM records WHERE protocol = 'verified' AND verdict = 'incorrect' "
                         "AND findings LIKE '%distribution_specific:error%'"), 1);

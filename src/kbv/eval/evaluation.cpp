@@ -266,6 +266,14 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
   std::unique_ptr<WorkerClient> worker = relay ? std::move(relay->ready) : nullptr;
   if (!worker) worker = start_candidate_worker(request);
   WorkerClient& candidate = *worker;
+  // The previous candidate's worker (kbv run), asked to exit, tears down while this evaluation's
+  // untimed steps run; it is reaped before anything here is timed.
+  const auto reap_previous = [&] {
+    if (!relay || !relay->leaving) return;
+    const Stage stage(record, "previous_worker");
+    relay->leaving->shutdown();
+    relay->leaving.reset();
+  };
 
   std::mt19937_64 rng = make_rng(protocol);
   bool stochastic = false;
@@ -286,6 +294,7 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
     {
       const Stage stage(record, "import");
       candidate.settle();  // nothing of the candidate's process runs while the baseline is timed
+      reap_previous();
     }
     const Stage stage(record, "baseline");
     reference.measure_baseline(traced);
@@ -300,6 +309,7 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
     for (const at::Tensor& t : traced->reference) output_bytes += static_cast<std::int64_t>(t.nbytes());
     const Stage stage(record, "floor");
     candidate.settle();
+    reap_previous();
     copy_seconds = reference.copy_seconds(output_bytes);
   }
 
@@ -313,6 +323,7 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
     }
   }
   const auto before_timing = [&] {
+    reap_previous();
     if (!relay || !relay->ready) return;
     const Stage stage(record, "next_worker");
     relay->ready->settle();
@@ -338,11 +349,16 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
     const Stage stage(record, "timed_output_checks");
     check_timed_outputs(reference, request, references, sketches, record);
   }
-  {
+  if (relay) {
+    // Reaped by the next evaluation before its timing, or with the relay at the group's end; the
+    // log holds all the worker printed before its exit's reply.
+    record.candidate_log = candidate.log_tail();
+    relay->leaving = std::move(worker);
+  } else {
     const Stage stage(record, "shutdown");
     candidate.shutdown();
+    record.candidate_log = candidate.log_tail();
   }
-  record.candidate_log = candidate.log_tail();
   if (copy_seconds && record.candidate_timing) {
     if (auto anomaly = hacks::judge_floor(record.candidate_timing->seconds, *copy_seconds, output_bytes, protocol.detection)) {
       hacks::merge(record.findings, {*anomaly});

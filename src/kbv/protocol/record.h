@@ -76,8 +76,8 @@ struct Record {
   nlohmann::json versions;
   double wall_seconds = 0;
   // Wall seconds per stage (reference_draws, baseline, floor, screen, import, checks, probe,
-  // next_worker, timing, memory, findings, shutdown, timed_output_checks); the candidate worker's
-  // start-up (interpreter, torch) falls in its first stage.
+  // previous_worker, next_worker, timing, memory, findings, shutdown, timed_output_checks); the
+  // candidate worker's start-up (interpreter, torch) falls in its first stage.
   std::map<std::string, double> stage_seconds;
   // The candidate worker's load, step by step, in its own seconds (where `import` goes).
   std::map<std::string, double> import_steps_seconds;
