@@ -129,6 +129,18 @@ TEST_F(ExampleSuite, HonestRecordHasEveryField) {
   EXPECT_GE(r["memory"]["candidate_peak_bytes"].get<int64_t>(), 256 * 1024);
   for (const char* key : {"kbv", "torch", "python"}) EXPECT_TRUE(r["versions"].contains(key)) << key;
   EXPECT_EQ(r["timing"]["baseline"]["flags"]["cublas"], true);  // the TF32 baseline, read back
+  // Each sample's host launch time beside it; on the CPU the launch is the whole call.
+  for (const char* side : {"baseline", "candidate"}) {
+    EXPECT_EQ(r["timing"][side]["launch_samples_seconds"], r["timing"][side]["samples_seconds"]) << side;
+  }
+  // The candidate's load step by step, inside its import stage.
+  double steps = 0;
+  for (const char* step : {"device_and_timer", "problem", "candidate", "construct", "copy_state", "to_device", "watch"}) {
+    ASSERT_TRUE(r["import_steps_seconds"].contains(step)) << step;
+    steps += r["import_steps_seconds"][step].get<double>();
+  }
+  EXPECT_GT(steps, 0);
+  EXPECT_LE(steps, r["stage_seconds"]["import"].get<double>());
 }
 
 TEST_F(ExampleSuite, KernelbenchPresetIsFaithful) {
