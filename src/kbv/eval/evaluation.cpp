@@ -267,7 +267,8 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
   if (!worker) worker = start_candidate_worker(request);
   WorkerClient& candidate = *worker;
   // The previous candidate's worker (kbv run), asked to exit, tears down while this evaluation's
-  // untimed steps run; it is reaped before anything here is timed.
+  // untimed steps run; it is reaped before anything here is timed, in a stage of its own (outside
+  // the others, so that no second counts twice).
   const auto reap_previous = [&] {
     if (!relay || !relay->leaving) return;
     const Stage stage(record, "previous_worker");
@@ -294,8 +295,8 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
     {
       const Stage stage(record, "import");
       candidate.settle();  // nothing of the candidate's process runs while the baseline is timed
-      reap_previous();
     }
+    reap_previous();
     const Stage stage(record, "baseline");
     reference.measure_baseline(traced);
   }
@@ -307,9 +308,9 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
   std::int64_t output_bytes = 0;
   if (protocol.detection.enabled && traced) {
     for (const at::Tensor& t : traced->reference) output_bytes += static_cast<std::int64_t>(t.nbytes());
+    reap_previous();
     const Stage stage(record, "floor");
     candidate.settle();
-    reap_previous();
     copy_seconds = reference.copy_seconds(output_bytes);
   }
 
@@ -350,8 +351,8 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
     check_timed_outputs(reference, request, references, sketches, record);
   }
   if (relay) {
-    // Reaped by the next evaluation before its timing, or with the relay at the group's end; the
-    // log holds all the worker printed before its exit's reply.
+    // Reaped by the next evaluation before its timing, or by the relay's holder (the group's end in
+    // kbv run, evaluate(request)); the log holds all the worker printed before its exit's reply.
     record.candidate_log = candidate.log_tail();
     relay->leaving = std::move(worker);
   } else {
