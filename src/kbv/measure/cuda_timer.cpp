@@ -1,6 +1,6 @@
-// CUDA events on the current stream around the call, with an optional device-wide synchronize
-// before the end event so that work on any stream counts (PROTOCOL.md, "Timing"). A second end
-// event recorded right after the call returns gives the current-stream-only figure beside it.
+// CUDA events on the current stream around the call. Where the protocol asks for work on any
+// stream to count (PROTOCOL.md, "Timing"), the host then waits for the whole device: the figure is
+// the current stream's plus however long that wait outlasted an idle device's.
 #include <algorithm>
 #include <chrono>
 #include <vector>
@@ -28,7 +28,7 @@ class CudaEventTimer final : public Timer {
     // Twice the L2, as reported by the device: writing it evicts whatever the last call left.
     if (bytes <= 0) bytes = 2 * static_cast<std::int64_t>(at::cuda::getDeviceProperties(device.index())->l2CacheSize);
     flush_ = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(device));
-    if (device_sync_) sync_latency_ = measure_sync_latency();
+    if (device_sync_) idle_sync_seconds_ = measure_idle_sync();
   }
 
   void flush_cache() override { flush_.zero_(); }
@@ -43,45 +43,55 @@ class CudaEventTimer final : public Timer {
     nvtxRangePop();
     const double launch_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - launched).count();
     stream_end_.record(stream);
-    if (device_sync_) c10::cuda::device_synchronize();
-    end_.record(stream);
-    end_.synchronize();
+    if (!device_sync_) {
+      stream_end_.synchronize();
+      const double seconds = start_.elapsed_time(stream_end_) / 1e3;
+      return {seconds, seconds, launch_seconds};
+    }
+    // The host notices the stream's end within one query (the driver's own wait may take several
+    // microseconds, more after a long wait); the device-wide synchronize then waits only for work
+    // still running on other streams. Nothing of the host's round trip is in the GPU's figure.
+    while (!stream_end_.query()) {
+    }
+    const auto noticed = std::chrono::steady_clock::now();
+    c10::cuda::device_synchronize();
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - noticed).count();
     const double stream_seconds = start_.elapsed_time(stream_end_) / 1e3;
-    return {std::max(stream_seconds, start_.elapsed_time(end_) / 1e3 - sync_latency_), stream_seconds, launch_seconds};
+    return {stream_seconds + std::max(0.0, waited - idle_sync_seconds_), stream_seconds, launch_seconds};
   }
 
   nlohmann::json describe() const override {
     return {{"clock", "cuda events, current stream"}, {"device_sync", device_sync_}, {"l2_flush_bytes", flush_.numel()},
-            {"sync_latency_seconds", sync_latency_}, {"launch_cover_cycles", cover_cycles_}};
+            {"idle_sync_seconds", idle_sync_seconds_}, {"launch_cover_cycles", cover_cycles_}};
   }
 
  private:
-  // The end event of the device-wide figure is recorded once the host has returned from the
-  // synchronize: the figure holds that round trip (6.5-8.6 us on the H200), which is no work of the
-  // call's. Measured here as the call sees it (the host waiting while the GPU works: a flush), and
-  // taken off each sample, never below the current stream's own figure. Work on other streams
-  // that ends within this latency of the current stream's is not counted (the trace names it).
-  double measure_sync_latency() {
+  // The host's seconds in a device-wide synchronize with nothing left to wait for (a few
+  // microseconds of driver calls), taken off each sample's wait. Work on another stream that ends
+  // within that time after the host noticed the current stream's end is not counted (the trace
+  // names side-stream work); any longer wait counts whole, the driver's wake-up included.
+  double measure_idle_sync() {
     constexpr int kCalls = 21;
     const auto stream = at::cuda::getCurrentCUDAStream();
-    std::vector<double> gaps;
+    std::vector<double> waits;
     for (int i = 0; i < kCalls; ++i) {
       flush_.zero_();
       stream_end_.record(stream);
+      while (!stream_end_.query()) {
+      }
+      const auto noticed = std::chrono::steady_clock::now();
       c10::cuda::device_synchronize();
-      end_.record(stream);
-      end_.synchronize();
-      gaps.push_back(stream_end_.elapsed_time(end_) / 1e3);
+      waits.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - noticed).count());
     }
-    std::nth_element(gaps.begin(), gaps.begin() + kCalls / 2, gaps.end());
-    return gaps[kCalls / 2];
+    std::nth_element(waits.begin(), waits.begin() + kCalls / 2, waits.end());
+    return waits[kCalls / 2];
   }
 
   bool device_sync_;
-  double sync_latency_ = 0;
+  double idle_sync_seconds_ = 0;
   std::int64_t cover_cycles_ = 0;
   at::Tensor flush_;
-  at::cuda::CUDAEvent start_{cudaEventDefault}, stream_end_{cudaEventDefault}, end_{cudaEventDefault};
+  at::cuda::CUDAEvent start_{cudaEventDefault}, stream_end_{cudaEventDefault};
 };
 
 }  // namespace
