@@ -141,6 +141,12 @@ TEST_F(ExampleSuite, HonestRecordHasEveryField) {
   }
   EXPECT_GT(steps, 0);
   EXPECT_LE(steps, r["stage_seconds"]["import"].get<double>());
+  // A single evaluation's reference worker: its start and its teardown are stages of their own.
+  EXPECT_GT(r["stage_seconds"]["reference_start"].get<double>(), 0);
+  EXPECT_TRUE(r["stage_seconds"].contains("shutdown"));
+  double staged = 0;
+  for (const auto& [stage, seconds] : r["stage_seconds"].items()) staged += seconds.get<double>();
+  EXPECT_LE(staged, r["wall_seconds"].get<double>());
 }
 
 TEST_F(ExampleSuite, KernelbenchPresetIsFaithful) {

@@ -64,6 +64,8 @@ class ReferenceSide {
   const nlohmann::json& versions() const { return versions_; }
   const ReferenceConfig& config() const { return config_; }
   std::string log_tail() const { return worker_.log_tail(); }
+  // Asks the worker to exit without waiting for it to go; shutdown() reaps it.
+  void begin_shutdown() { worker_.begin_shutdown(); }
   void shutdown();
 
  private:
