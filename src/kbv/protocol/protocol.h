@@ -44,7 +44,7 @@ struct Timing {
   double max_seconds = 10.0;
   int fixed_samples = 0;        // > 0: exactly this many samples (kernelbench: 100)
   bool use_median = true;       // false: mean of samples (kernelbench reports the mean)
-  bool device_sync = true;      // device-wide synchronize before the end event
+  bool device_sync = true;      // work on any stream counts: a device-wide synchronize after the call
   std::int64_t l2_flush_bytes = 0;  // 0: twice the device's L2
   int pool_sets = 2;            // input sets timed in turn
   bool refresh_inputs = true;   // new content (same buffers) between rounds
