@@ -184,7 +184,7 @@ k = kbv["stages"]
 ks = lambda *names: sum(k.get(name, 0.0) for name in names)
 kbv_row = {"compile": kbv["build_span"], "start-up": ks("import", "screen"), "checks": ks("reference_draws", "checks"),
            "timing": ks("baseline", "timing", "timed_output_checks"), "memory": ks("memory"),
-           "trace": ks("probe", "findings", "floor"), "outside the stages": kbv_wall - sum(k.values())}
+           "trace": ks("probe", "findings", "floor", "reference_trace"), "outside the stages": kbv_wall - sum(k.values())}
 l = summary["stage_seconds"]
 loop_row = {"compile": l.get("compile", 0.0), "start-up": summary["startup_seconds"], "checks": l.get("checks", 0.0),
             "timing": l.get("baseline", 0.0) + l.get("timing", 0.0), "memory": None, "trace": None,

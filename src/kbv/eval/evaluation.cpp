@@ -132,8 +132,22 @@ void evaluate_candidate(WorkerClient& worker, const EvalRequest& request, const 
   hacks::merge(record.findings, decision.findings);
   if (decision.verdict == Verdict::unverifiable) return;
 
-  // The probe runs whether or not the checks passed: a hack that also computes wrong values is
-  // still named.
+  if (decision.verdict == Verdict::pass) {
+    before_timing();
+    request.progress("candidate: timing");
+    stage.emplace(record, "timing");
+    TimingRun timing = run_timing(worker, "candidate", protocol, rng, request.timeout_seconds, protocol.timing.check_timed_outputs);
+    record.candidate_timing = std::move(timing.result);
+    sketches = std::move(timing.sketches);
+    stage.emplace(record, "memory");
+    const Reply memory = worker.request({{"cmd", "memory"}, {"mode", "candidate"}}, Seconds(request.timeout_seconds));
+    record.candidate_memory->peak_bytes = memory.header.at("peak_bytes").get<std::int64_t>();
+    if (memory.header.contains("driver_growth_bytes")) record.candidate_memory->driver_growth_bytes = memory.header["driver_growth_bytes"];
+  }
+  stage.reset();
+  // The probe runs whether or not the checks passed (a hack that also computes wrong values is
+  // still named), after the timing: its trace leaves the profiler's CUPTI attached to the process
+  // (kineto does not tear it down), and every timed call after it would pay for that.
   const ReferenceDraw* probe_draw = probe_inputs(references);
   if (detect && probe_draw) {
     request.progress("candidate: probing (repeat, poisoned memory, trace, refreshed inputs)");
@@ -154,18 +168,6 @@ void evaluate_candidate(WorkerClient& worker, const EvalRequest& request, const 
                                      {"scaled_error", judged.error}, {"tolerance", judged.tolerance}}})}});
       }
     }
-  }
-  if (decision.verdict == Verdict::pass) {
-    before_timing();
-    request.progress("candidate: timing");
-    stage.emplace(record, "timing");
-    TimingRun timing = run_timing(worker, "candidate", protocol, rng, request.timeout_seconds, protocol.timing.check_timed_outputs);
-    record.candidate_timing = std::move(timing.result);
-    sketches = std::move(timing.sketches);
-    stage.emplace(record, "memory");
-    const Reply memory = worker.request({{"cmd", "memory"}, {"mode", "candidate"}}, Seconds(request.timeout_seconds));
-    record.candidate_memory->peak_bytes = memory.header.at("peak_bytes").get<std::int64_t>();
-    if (memory.header.contains("driver_growth_bytes")) record.candidate_memory->driver_growth_bytes = memory.header["driver_growth_bytes"];
   }
   if (detect) {
     stage.emplace(record, "findings");
@@ -298,7 +300,7 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
     }
     reap_previous();
     const Stage stage(record, "baseline");
-    reference.measure_baseline(traced);
+    reference.measure_baseline();
   }
   record.baseline = reference.baseline();
   record.baseline_memory = reference.baseline_memory();
@@ -312,6 +314,12 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
     const Stage stage(record, "floor");
     candidate.settle();
     copy_seconds = reference.copy_seconds(output_bytes);
+  }
+  // The reference's own ops, for the probe's judgement: traced once the reference worker has timed
+  // its baseline and the floor (a later output size's floor in a run follows the trace).
+  if (protocol.detection.enabled && traced && !reference.traced()) {
+    const Stage stage(record, "reference_trace");
+    reference.trace_once(*traced);
   }
 
   // Nothing timed is left before the candidate's own timing: the next candidate's worker starts

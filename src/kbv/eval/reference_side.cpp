@@ -108,16 +108,8 @@ std::vector<ReferenceDraw> ReferenceSide::draws(const std::vector<Draw>& plan, b
   return draws;
 }
 
-void ReferenceSide::measure_baseline(const ReferenceDraw* traced) {
+void ReferenceSide::measure_baseline() {
   if (baseline_) return;
-  if (config_.protocol.detection.enabled && traced) {
-    // The ops the reference itself runs: library ops doing all of them in the candidate are the
-    // op. Traced before the baseline is timed, as the candidate is traced before its timing, so
-    // whatever the profiler leaves behind weighs on both sides alike.
-    trace_ = reference_request(worker_, {{"cmd", "trace"}, {"draw", traced->draw.to_json()}, {"mode", "baseline"}},
-                               config_.timeout_seconds)
-                 .header.at("trace");
-  }
   config_.progress("reference: timing the baseline");
   try {
     baseline_ = run_timing(worker_, "baseline", config_.protocol, rng_, config_.timeout_seconds, false).result;
@@ -128,6 +120,14 @@ void ReferenceSide::measure_baseline(const ReferenceDraw* traced) {
   baseline_memory_.footprint_bytes = footprint_bytes_;
   baseline_memory_.peak_bytes = memory.header.at("peak_bytes").get<std::int64_t>();
   if (memory.header.contains("driver_growth_bytes")) baseline_memory_.driver_growth_bytes = memory.header["driver_growth_bytes"];
+}
+
+void ReferenceSide::trace_once(const ReferenceDraw& traced) {
+  if (traced_) return;
+  traced_ = true;
+  trace_ = reference_request(worker_, {{"cmd", "trace"}, {"draw", traced.draw.to_json()}, {"mode", "baseline"}},
+                             config_.timeout_seconds)
+               .header.at("trace");
 }
 
 double ReferenceSide::copy_seconds(std::int64_t bytes) {

@@ -1,8 +1,8 @@
 // The reference side of one problem under one protocol on one device: a reference worker that
 // loads the problem once and then serves every candidate evaluated against it. Each candidate
 // gets its own input draws (its own secret seeds); under fixed seeds (kernelbench) every candidate
-// gets the same draws, and the reference computes them once. The baseline is traced, timed and
-// measured once, when the first candidate needs it, so a run times a problem's baseline once, not
+// gets the same draws, and the reference computes them once. The baseline is timed, measured
+// and traced once, when the first candidate needs it, so a run times a problem's baseline once, not
 // once per candidate. Any failure here is the evaluator's or the problem's (EvalError), never a
 // candidate's.
 #pragma once
@@ -47,11 +47,15 @@ class ReferenceSide {
   // output region, which a new plan reuses (the same plan gets them again).
   std::vector<ReferenceDraw> draws(const std::vector<Draw>& plan, bool& stochastic);
 
-  // The first call traces the reference's forward on `traced` (when detection is on and there is
-  // one), times the baseline and measures its memory; later calls return at once.
-  void measure_baseline(const ReferenceDraw* traced);
+  // The first call times the baseline and measures its memory; later calls return at once.
+  void measure_baseline();
   const protocol::TimingResult& baseline() const { return *baseline_; }
   const protocol::MemoryResult& baseline_memory() const { return baseline_memory_; }
+  // The first call traces the reference's forward on `traced` (the ops it runs itself); later
+  // calls return at once. After everything this worker times: the profiler's CUPTI stays attached
+  // to a process once used (kineto does not tear it down), and timed calls after it pay for that.
+  void trace_once(const ReferenceDraw& traced);
+  bool traced() const { return traced_; }
   const nlohmann::json& trace() const { return trace_; }  // null when not traced
   bool baseline_measured() const { return baseline_.has_value(); }
 
@@ -76,6 +80,7 @@ class ReferenceSide {
   std::mt19937_64 rng_;  // the baseline's timing inputs
   std::optional<protocol::TimingResult> baseline_;
   protocol::MemoryResult baseline_memory_;
+  bool traced_ = false;
   nlohmann::json trace_;
   std::map<std::int64_t, double> copy_seconds_;
   nlohmann::json last_plan_;  // the plan of last_draws_
