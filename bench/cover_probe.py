@@ -12,7 +12,9 @@ habits one at a time (two input sets in turn; new content in them before each ro
 synchronize once the host has seen the end event, its wait past an idle device's counted in), then
 all of them, then two ways of spreading the new content:
 one set refilled after each call, and a 1 ms pause after each refill. Then the plain series and
-kbv's pattern again beside a second process holding an idle CUDA context (kbv's other worker).
+kbv's pattern again beside a second process holding an idle CUDA context (kbv's other worker), and
+last both once more after one CUDA trace under torch's profiler in this process (kineto leaves
+CUPTI attached: until it moved after the timing, kbv's trace preceded each side's timed calls).
 Prints per series the median, the fastest, the share of samples more than 5% over the fastest and
 how many of those had a launch longer than the cover, the host launch's median, p99 and max, and
 nvidia-smi's SM clock, power and event reasons over the series.
@@ -143,3 +145,7 @@ neighbour.stdout.readline()
 series("beside an idle context, plain")
 series("beside an idle context, kbv's pattern", alternate=True, refresh="round", device_sync=True)
 neighbour.kill()
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]):
+    sample(0, False, None, True)
+series("after a CUDA trace, plain")
+series("after a CUDA trace, kbv's pattern", alternate=True, refresh="round", device_sync=True)
