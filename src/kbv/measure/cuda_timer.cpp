@@ -48,14 +48,8 @@ class CudaEventTimer final : public Timer {
       const double seconds = start_.elapsed_time(stream_end_) / 1e3;
       return {seconds, seconds, launch_seconds};
     }
-    // The host notices the stream's end within one query (the driver's own wait may take several
-    // microseconds, more after a long wait); the device-wide synchronize then waits only for work
-    // still running on other streams. Nothing of the host's round trip is in the GPU's figure.
-    while (!stream_end_.query()) {
-    }
-    const auto noticed = std::chrono::steady_clock::now();
-    c10::cuda::device_synchronize();
-    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - noticed).count();
+    // Nothing of the host's round trip is in the GPU's figure: only a wait for other streams.
+    const double waited = device_wait_after_stream_end();
     const double stream_seconds = start_.elapsed_time(stream_end_) / 1e3;
     return {stream_seconds + std::max(0.0, waited - idle_sync_seconds_), stream_seconds, launch_seconds};
   }
@@ -77,14 +71,21 @@ class CudaEventTimer final : public Timer {
     for (int i = 0; i < kCalls; ++i) {
       flush_.zero_();
       stream_end_.record(stream);
-      while (!stream_end_.query()) {
-      }
-      const auto noticed = std::chrono::steady_clock::now();
-      c10::cuda::device_synchronize();
-      waits.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - noticed).count());
+      waits.push_back(device_wait_after_stream_end());
     }
     std::nth_element(waits.begin(), waits.begin() + kCalls / 2, waits.end());
     return waits[kCalls / 2];
+  }
+
+  // Spins until `stream_end_` has happened (the host knows within one query, where the driver's
+  // own wait can take several microseconds, more after a long one), then synchronizes the whole
+  // device: the host's seconds in that synchronize, which waits only for work on other streams.
+  double device_wait_after_stream_end() {
+    while (!stream_end_.query()) {
+    }
+    const auto noticed = std::chrono::steady_clock::now();
+    c10::cuda::device_synchronize();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - noticed).count();
   }
 
   bool device_sync_;
