@@ -311,15 +311,17 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
   if (protocol.detection.enabled && traced) {
     for (const at::Tensor& t : traced->reference) output_bytes += static_cast<std::int64_t>(t.nbytes());
     reap_previous();
-    const Stage stage(record, "floor");
-    candidate.settle();
-    copy_seconds = reference.copy_seconds(output_bytes);
-  }
-  // The reference's own ops, for the probe's judgement: traced once the reference worker has timed
-  // its baseline and the floor (a later output size's floor in a run follows the trace).
-  if (protocol.detection.enabled && traced && !reference.traced()) {
-    const Stage stage(record, "reference_trace");
-    reference.trace_once(*traced);
+    {
+      const Stage stage(record, "floor");
+      candidate.settle();
+      copy_seconds = reference.copy_seconds(output_bytes);
+    }
+    // The reference's own ops, for the probe's judgement: traced once the reference worker has
+    // timed its baseline and the floor (a later output size's floor in a run follows the trace).
+    if (!reference.traced()) {
+      const Stage stage(record, "reference_trace");
+      reference.trace_once(*traced);
+    }
   }
 
   // Nothing timed is left before the candidate's own timing: the next candidate's worker starts

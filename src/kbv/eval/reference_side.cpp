@@ -122,10 +122,9 @@ void ReferenceSide::measure_baseline() {
   if (memory.header.contains("driver_growth_bytes")) baseline_memory_.driver_growth_bytes = memory.header["driver_growth_bytes"];
 }
 
-void ReferenceSide::trace_once(const ReferenceDraw& traced) {
-  if (traced_) return;
-  traced_ = true;
-  trace_ = reference_request(worker_, {{"cmd", "trace"}, {"draw", traced.draw.to_json()}, {"mode", "baseline"}},
+void ReferenceSide::trace_once(const ReferenceDraw& draw) {
+  if (traced()) return;
+  trace_ = reference_request(worker_, {{"cmd", "trace"}, {"draw", draw.draw.to_json()}, {"mode", "baseline"}},
                              config_.timeout_seconds)
                .header.at("trace");
 }

@@ -51,11 +51,11 @@ class ReferenceSide {
   void measure_baseline();
   const protocol::TimingResult& baseline() const { return *baseline_; }
   const protocol::MemoryResult& baseline_memory() const { return baseline_memory_; }
-  // The first call traces the reference's forward on `traced` (the ops it runs itself); later
+  // The first call traces the reference's forward on `draw` (the ops it runs itself); later
   // calls return at once. After everything this worker times: the profiler's CUPTI stays attached
   // to a process once used (kineto does not tear it down), and timed calls after it pay for that.
-  void trace_once(const ReferenceDraw& traced);
-  bool traced() const { return traced_; }
+  void trace_once(const ReferenceDraw& draw);
+  bool traced() const { return !trace_.is_null(); }
   const nlohmann::json& trace() const { return trace_; }  // null when not traced
   bool baseline_measured() const { return baseline_.has_value(); }
 
@@ -80,7 +80,6 @@ class ReferenceSide {
   std::mt19937_64 rng_;  // the baseline's timing inputs
   std::optional<protocol::TimingResult> baseline_;
   protocol::MemoryResult baseline_memory_;
-  bool traced_ = false;
   nlohmann::json trace_;
   std::map<std::int64_t, double> copy_seconds_;
   nlohmann::json last_plan_;  // the plan of last_draws_
