@@ -39,17 +39,23 @@ flush = torch.empty(120 << 20, dtype=torch.uint8, device="cuda")  # twice the H2
 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 
 
+def device_wait():
+    """kbv's timer: the host sees the end event happen, then waits for the rest of the device; the
+    seconds of that wait."""
+    while not end.query():
+        pass
+    noticed = time.perf_counter()
+    torch.cuda.synchronize()
+    return time.perf_counter() - noticed
+
+
 def idle_sync_seconds(calls=21):
     """The host's seconds in a device-wide synchronize with nothing left to wait for (kbv's timer)."""
     waits = []
     for _ in range(calls):
         flush.zero_()
         end.record()
-        while not end.query():
-            pass
-        noticed = time.perf_counter()
-        torch.cuda.synchronize()
-        waits.append(time.perf_counter() - noticed)
+        waits.append(device_wait())
     return statistics.median(waits)
 
 
@@ -77,13 +83,7 @@ def sample(i, alternate, refresh, device_sync, cover=COVER):
     torch.mm(x, y)
     launch = time.perf_counter() - begun
     end.record()
-    extra = 0.0
-    if device_sync:  # kbv's: the host sees the stream's end, then waits for the rest of the device
-        while not end.query():
-            pass
-        noticed = time.perf_counter()
-        torch.cuda.synchronize()
-        extra = max(0.0, time.perf_counter() - noticed - IDLE_SYNC)
+    extra = max(0.0, device_wait() - IDLE_SYNC) if device_sync else 0.0
     end.synchronize()
     if refresh == "each":
         refill(sets[i % 2])
