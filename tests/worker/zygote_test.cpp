@@ -9,7 +9,10 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <sstream>
+#include <string>
 #include <thread>
 
 #include <unistd.h>
@@ -85,6 +88,76 @@ TEST(Zygote, ForkedWorkerIsOurChildWithItsOwnEnvironmentAndServes) {
   const ExitStatus status = worker.wait();
   EXPECT_FALSE(status.signaled);
   EXPECT_EQ(status.code, 0);
+  fs::remove_all(dir.parent_path());
+}
+
+// What a worker forked by a zygote started under `environment` (set in this process for the start,
+// then restored) sees when its problem is imported: whether torch.utils.cpp_extension was imported
+// before the fork, sys.dont_write_bytecode, sys.pycache_prefix, torch's NVML switch.
+std::string forked_python_facts(const fs::path& dir, const std::map<std::string, std::string>& environment) {
+  fs::create_directories(dir);
+  const fs::path problem = dir / "facts_problem.py";
+  std::ofstream(problem) << R"(import os, sys
+preloaded = "torch.utils.cpp_extension" in sys.modules
+import torch
+with open(os.environ["KBV_TEST_OUT"], "w") as out:
+    out.write(f"{preloaded} {sys.dont_write_bytecode} {sys.pycache_prefix} {os.environ.get('PYTORCH_NVML_BASED_CUDA_CHECK', '-')}")
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return x + 1
+
+def get_inputs():
+    return [torch.rand(4)]
+
+def get_init_inputs():
+    return []
+)";
+  std::map<std::string, std::optional<std::string>> saved;
+  for (const auto& [name, value] : environment) {
+    const char* old = std::getenv(name.c_str());
+    saved[name] = old ? std::optional<std::string>(old) : std::nullopt;
+    setenv(name.c_str(), value.c_str(), 1);
+  }
+  const std::shared_ptr<Zygote> zygote = Zygote::start(KBV_BINARY, KBV_PYTHON);
+  for (const auto& [name, old] : saved) old ? setenv(name.c_str(), old->c_str(), 1) : unsetenv(name.c_str());
+  const fs::path out = dir / "facts.txt";
+  WorkerProcess worker = zygote->spawn("reference", {{"KBV_TEST_OUT", out.string()}});
+  const nlohmann::json loaded = request(worker, {{"cmd", "load"},
+                                                 {"problem", problem.string()},
+                                                 {"device", "cpu"},
+                                                 {"protocol", protocol::to_json(protocol::preset("verified"))}});
+  EXPECT_EQ(loaded.value("status", ""), "ok") << loaded.dump();
+  request(worker, {{"cmd", "exit"}});
+  worker.wait();
+  std::ifstream seen(out);
+  return std::string(std::istreambuf_iterator<char>(seen), {});
+}
+
+// An environment that writes no bytecode (as the H200 image's does) would have every worker
+// compile torch.utils.cpp_extension and its candidate from source: the zygote imports cpp_extension
+// before forking, without leaving torch's NVML switch set, and bytecode goes to kbv's cache.
+TEST(Zygote, PreloadsCppExtensionAndKeepsBytecodeInKbvsCache) {
+  const fs::path dir = scratch("bytecode");
+  const fs::path cache = dir / "cache";
+  EXPECT_EQ(forked_python_facts(dir, {{"PYTHONDONTWRITEBYTECODE", "1"}, {"KBV_CACHE", cache.string()}}),
+            "True False " + (cache / "pycache").string() + " -");
+  // The problem's own bytecode, under the prefix that mirrors its absolute path.
+  bool written = false;
+  for (const auto& entry : fs::directory_iterator(cache / "pycache" / dir.relative_path()))
+    written |= entry.path().filename().string().rfind("facts_problem.", 0) == 0 && entry.path().extension() == ".pyc";
+  EXPECT_TRUE(written) << "no facts_problem.*.pyc under " << cache / "pycache";
+  fs::remove_all(dir.parent_path());
+}
+
+// A prefix the user named is theirs, and so is their choice not to write bytecode.
+TEST(Zygote, LeavesAUsersBytecodeChoicesAlone) {
+  const fs::path dir = scratch("user_prefix");
+  const fs::path theirs = dir / "theirs";
+  EXPECT_EQ(forked_python_facts(dir, {{"PYTHONDONTWRITEBYTECODE", "1"}, {"PYTHONPYCACHEPREFIX", theirs.string()},
+                                      {"KBV_CACHE", (dir / "cache").string()}}),
+            "True True " + theirs.string() + " -");
+  EXPECT_FALSE(fs::exists(dir / "cache" / "pycache"));
   fs::remove_all(dir.parent_path());
 }
 

@@ -15,6 +15,7 @@
 
 #include "kbv/cli/audit_command.h"
 #include "kbv/cli/run_command.h"
+#include "kbv/common/cache_dir.h"
 #include "kbv/eval/compile.h"
 #include "kbv/eval/evaluation.h"
 #include "kbv/eval/summary.h"
@@ -52,12 +53,6 @@ kbv::eval::WorkerLaunch worker_launch(const std::string& zygote) {
   return launch;
 }
 
-std::string cache_dir() {
-  if (const char* env = std::getenv("KBV_CACHE"); env && *env) return env;
-  const char* home = std::getenv("HOME");
-  return std::string(home && *home ? home : "/tmp") + "/.cache/kbv";
-}
-
 struct EvalOptions {
   std::string problem, candidate, device = "cpu", protocol = "verified", json_path;
   double timeout = 120, compile_timeout = 1800;
@@ -72,7 +67,7 @@ int run_eval(const EvalOptions& options, const std::string& zygote) {
   request.protocol = kbv::protocol::preset(options.protocol);
   request.timeout_seconds = options.timeout;
   request.compile_timeout_seconds = options.compile_timeout;
-  request.cache_dir = cache_dir();
+  request.cache_dir = kbv::cache_dir();
   request.launch = worker_launch(zygote);
   if (!options.quiet) {
     const auto started = std::chrono::steady_clock::now();
@@ -108,7 +103,7 @@ int run_compile(const CompileOptions& options, const std::string& zygote) {
   request.device = options.device;
   request.jobs = options.jobs;
   request.timeout_seconds = options.timeout;
-  request.cache_dir = cache_dir();
+  request.cache_dir = kbv::cache_dir();
   request.launch = worker_launch(zygote);
   size_t finished = 0;
   request.done = [&](const kbv::eval::CompileResult& r) {
@@ -187,7 +182,7 @@ int main(int argc, char** argv) {
     if (*eval_cmd) return run_eval(eval, zygote);
     if (*compile_cmd) return run_compile(compile, zygote);
     if (*run_cmd) {
-      return kbv::cli::run_command(run, cache_dir(), worker_launch(zygote));
+      return kbv::cli::run_command(run, kbv::cache_dir(), worker_launch(zygote));
     }
     if (*report_cmd) return kbv::report::run_report(report);
     if (*audit_cmd) return kbv::cli::audit_command(audit, worker_launch(zygote));

@@ -19,6 +19,10 @@ py::module_ embedded_module(const char* name, const char* source) {
   return py::reinterpret_borrow<py::module_>(created);
 }
 
+// torch.cuda.is_available() asks NVML instead of initializing CUDA (torch's own switch against
+// poisoning a later fork).
+constexpr const char* kNvmlCheck = "PYTORCH_NVML_BASED_CUDA_CHECK";
+
 }  // namespace
 
 py::module_& harness() {
@@ -43,11 +47,16 @@ void preload_for_workers() {
   harness();
   screen();
   monitor();
+  py::object environ = py::module_::import("os").attr("environ");
+  const py::object previous = environ.attr("pop")(kNvmlCheck, py::none());
+  environ[kNvmlCheck] = "1";
   try {
-    py::module_::import("setuptools");
+    py::module_::import("torch.utils.cpp_extension");
   } catch (const py::error_already_set&) {
     // Without it no load_inline works: each candidate's own import reports that, where it belongs.
   }
+  environ.attr("pop")(kNvmlCheck, py::none());
+  if (!previous.is_none()) environ[kNvmlCheck] = previous;
 }
 
 }  // namespace kbv::python

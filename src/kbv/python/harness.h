@@ -11,10 +11,10 @@ pybind11::module_& screen();   // kbv_screen: the static screen of a candidate's
 pybind11::module_& monitor();  // kbv_monitor: the runtime watch of a candidate
 
 // In the zygote, before any fork: what every worker would otherwise import for itself. The three
-// modules above, and setuptools, the bulk (~0.3 s) of the torch.utils.cpp_extension import that
-// every candidate's load_inline makes. cpp_extension itself stays out: its import asks
-// torch.cuda.is_available(), which initializes CUDA, and a forked child cannot use a CUDA
-// initialized before the fork.
+// modules above, and torch.utils.cpp_extension, which every candidate's load_inline imports
+// (0.3-0.5 s afresh, setuptools most of it). Its import asks torch.cuda.is_available(), which
+// would initialize CUDA, and a forked child cannot use a CUDA initialized before the fork: the
+// question goes to NVML instead for that import (PYTORCH_NVML_BASED_CUDA_CHECK=1, restored after).
 void preload_for_workers();
 
 }  // namespace kbv::python
