@@ -9,6 +9,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -37,17 +38,19 @@ nlohmann::json request(WorkerProcess& worker, const nlohmann::json& command) {
   return received.message.header;
 }
 
-// A problem whose import writes what the worker sees of itself: its parent, an environment
-// variable through Python and through C, and the pid of the process, for the test to read.
-fs::path write_probe_problem(const fs::path& dir) {
-  fs::create_directories(dir);
-  const fs::path problem = dir / "probe_problem.py";
-  std::ofstream(problem) << R"(import ctypes, os, torch
-libc = ctypes.CDLL(None)
-libc.getenv.restype = ctypes.c_char_p
-with open(os.environ["KBV_TEST_OUT"], "w") as out:
-    out.write(f"{os.getppid()} {os.getpid()} {os.environ['KBV_TEST_VALUE']} {libc.getenv(b'KBV_TEST_VALUE').decode()}")
+nlohmann::json load_problem(WorkerProcess& worker, const fs::path& problem) {
+  return request(worker, {{"cmd", "load"},
+                          {"problem", problem.string()},
+                          {"device", "cpu"},
+                          {"protocol", protocol::to_json(protocol::preset("verified"))}});
+}
 
+// A problem file in `dir` whose import first runs `prelude` (Python that writes what the worker
+// sees to $KBV_TEST_OUT, for the test to read), then defines a Model that adds one.
+fs::path write_problem(const fs::path& dir, const std::string& name, const std::string& prelude) {
+  fs::create_directories(dir);
+  const fs::path problem = dir / name;
+  std::ofstream(problem) << prelude << R"(
 class Model(torch.nn.Module):
     def forward(self, x):
         return x + 1
@@ -61,6 +64,17 @@ def get_init_inputs():
   return problem;
 }
 
+// What the worker sees of itself: its parent, an environment variable through Python and
+// through C, and the pid of the process.
+fs::path write_probe_problem(const fs::path& dir) {
+  return write_problem(dir, "probe_problem.py", R"(import ctypes, os, torch
+libc = ctypes.CDLL(None)
+libc.getenv.restype = ctypes.c_char_p
+with open(os.environ["KBV_TEST_OUT"], "w") as out:
+    out.write(f"{os.getppid()} {os.getpid()} {os.environ['KBV_TEST_VALUE']} {libc.getenv(b'KBV_TEST_VALUE').decode()}")
+)");
+}
+
 fs::path scratch(const std::string& name) {
   return fs::temp_directory_path() / ("kbv_zygote_test_" + std::to_string(getpid())) / name;
 }
@@ -71,10 +85,7 @@ TEST(Zygote, ForkedWorkerIsOurChildWithItsOwnEnvironmentAndServes) {
   const fs::path out = dir / "seen.txt";
   WorkerProcess worker =
       shared_zygote()->spawn("reference", {{"KBV_TEST_OUT", out.string()}, {"KBV_TEST_VALUE", "lane-7"}});
-  const nlohmann::json loaded = request(worker, {{"cmd", "load"},
-                                                 {"problem", problem.string()},
-                                                 {"device", "cpu"},
-                                                 {"protocol", protocol::to_json(protocol::preset("verified"))}});
+  const nlohmann::json loaded = load_problem(worker, problem);
   ASSERT_EQ(loaded.value("status", ""), "ok") << loaded.dump();
   std::ifstream seen(out);
   long parent = 0, self = 0;
@@ -95,24 +106,12 @@ TEST(Zygote, ForkedWorkerIsOurChildWithItsOwnEnvironmentAndServes) {
 // then restored) sees when its problem is imported: whether torch.utils.cpp_extension was imported
 // before the fork, sys.dont_write_bytecode, sys.pycache_prefix, torch's NVML switch.
 std::string forked_python_facts(const fs::path& dir, const std::map<std::string, std::string>& environment) {
-  fs::create_directories(dir);
-  const fs::path problem = dir / "facts_problem.py";
-  std::ofstream(problem) << R"(import os, sys
+  const fs::path problem = write_problem(dir, "facts_problem.py", R"(import os, sys
 preloaded = "torch.utils.cpp_extension" in sys.modules
 import torch
 with open(os.environ["KBV_TEST_OUT"], "w") as out:
     out.write(f"{preloaded} {sys.dont_write_bytecode} {sys.pycache_prefix} {os.environ.get('PYTORCH_NVML_BASED_CUDA_CHECK', '-')}")
-
-class Model(torch.nn.Module):
-    def forward(self, x):
-        return x + 1
-
-def get_inputs():
-    return [torch.rand(4)]
-
-def get_init_inputs():
-    return []
-)";
+)");
   std::map<std::string, std::optional<std::string>> saved;
   for (const auto& [name, value] : environment) {
     const char* old = std::getenv(name.c_str());
@@ -123,10 +122,7 @@ def get_init_inputs():
   for (const auto& [name, old] : saved) old ? setenv(name.c_str(), old->c_str(), 1) : unsetenv(name.c_str());
   const fs::path out = dir / "facts.txt";
   WorkerProcess worker = zygote->spawn("reference", {{"KBV_TEST_OUT", out.string()}});
-  const nlohmann::json loaded = request(worker, {{"cmd", "load"},
-                                                 {"problem", problem.string()},
-                                                 {"device", "cpu"},
-                                                 {"protocol", protocol::to_json(protocol::preset("verified"))}});
+  const nlohmann::json loaded = load_problem(worker, problem);
   EXPECT_EQ(loaded.value("status", ""), "ok") << loaded.dump();
   request(worker, {{"cmd", "exit"}});
   worker.wait();
