@@ -18,8 +18,15 @@ CUPTI attached: until it moved after the timing, kbv's trace preceded each side'
 Prints per series the median, the fastest, the share of samples more than 5% over the fastest and
 how many of those had a launch longer than the cover, the host launch's median, p99 and max, and
 nvidia-smi's SM clock, power and event reasons over the series.
+
+`--processes`: the device-wide wait's excess holds one level through an evaluation and takes one
+of two levels across evaluations (docs/performance.md, "Left"). This runs kbv's pattern alone in
+fresh processes, four pinned to each group of CPUs (the NUMA nodes, else the two halves of the
+CPUs this process may use), one at a time, and prints per process the current stream's median,
+the excess's median and their sum: whether the level follows where the host thread runs.
 """
 import csv
+import glob
 import os
 import statistics
 import subprocess
@@ -27,7 +34,43 @@ import sys
 import tempfile
 import time
 
-import torch
+CPUS_VARIABLE = "KBV_PROBE_CPUS"  # a --processes child's CPUs, pinned before CUDA starts a thread
+if os.environ.get(CPUS_VARIABLE):
+    os.sched_setaffinity(0, {int(c) for c in os.environ[CPUS_VARIABLE].split(",")})
+
+
+def cpu_groups():
+    """The NUMA nodes' CPUs (those this process may use), else the two halves of them."""
+    allowed = sorted(os.sched_getaffinity(0))
+    nodes = []
+    for path in sorted(glob.glob("/sys/devices/system/node/node*/cpulist")):
+        cpus = set()
+        for part in open(path).read().strip().split(","):
+            low, _, high = part.partition("-")
+            cpus.update(range(int(low), int(high or low) + 1))
+        if cpus & set(allowed):
+            nodes.append(sorted(cpus & set(allowed)))
+    return nodes if len(nodes) > 1 else [allowed[: len(allowed) // 2], allowed[len(allowed) // 2:]]
+
+
+def processes(per_group=4):
+    bus = subprocess.run(["nvidia-smi", "--query-gpu=pci.bus_id", "--format=csv,noheader"], capture_output=True,
+                         text=True).stdout.strip().lower()
+    local = glob.glob(f"/sys/bus/pci/devices/{bus[4:]}/local_cpulist")
+    print(f"GPU {bus}, its local CPUs: {open(local[0]).read().strip() if local else 'unknown'}", flush=True)
+    for group in cpu_groups():
+        label = f"{group[0]}-{group[-1]}" if group == list(range(group[0], group[-1] + 1)) else ",".join(map(str, group))
+        for _ in range(per_group):
+            env = dict(os.environ, **{CPUS_VARIABLE: ",".join(map(str, group))})
+            out = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True)
+            print(f"CPUs {label}: " + (out.stdout.strip().splitlines() or [out.stderr.strip()[-300:]])[-1], flush=True)
+
+
+if sys.argv[1:2] == ["--processes"]:
+    processes()
+    sys.exit(0)
+
+import torch  # noqa: E402 (after the pinning above, and not in --processes' own process)
 
 torch.backends.cuda.matmul.allow_tf32 = True
 N = 4096
@@ -87,7 +130,7 @@ def sample(i, alternate, refresh, device_sync, cover=COVER):
     end.synchronize()
     if refresh == "each":
         refill(sets[i % 2])
-    return start.elapsed_time(end) * 1e-3 + extra, launch
+    return start.elapsed_time(end) * 1e-3, extra, launch
 
 
 class Smi:
@@ -116,7 +159,8 @@ class Smi:
 
 def series(label, alternate=False, refresh=None, device_sync=False, calls=400):
     smi = Smi()
-    xs = [sample(i, alternate, refresh, device_sync) for i in range(calls)]
+    xs = [(stream + extra, launch) for stream, extra, launch in
+          (sample(i, alternate, refresh, device_sync) for i in range(calls))]
     clocks = smi.summary()
     times = [t for t, _ in xs]
     fastest = min(times)
@@ -131,6 +175,14 @@ def series(label, alternate=False, refresh=None, device_sync=False, calls=400):
 
 for i in range(20):  # warm: cuBLAS's heuristics, the clocks
     sample(i, True, "round", True)
+if sys.argv[1:2] == ["--child"]:
+    parts = [sample(i, True, "round", True) for i in range(400)]
+    stream = statistics.median(p[0] for p in parts)
+    excess = statistics.median(p[1] for p in parts)
+    total = statistics.median(p[0] + p[1] for p in parts)
+    print(f"pid {os.getpid()}: current stream {stream * 1e3:.4f} ms, excess {excess * 1e6:.2f} us, "
+          f"device-wide {total * 1e3:.4f} ms (idle synchronize {IDLE_SYNC * 1e6:.2f} us)")
+    sys.exit(0)
 series("plain (one input set, no refresh)")
 series("two sets in turn", alternate=True)
 series("two sets, new content before each round", alternate=True, refresh="round")

@@ -10,7 +10,8 @@
 # `fidelity`: kbv's times against Nsight Compute's, the spread of repeated evaluations),
 # bench/overhead.py (stage `overhead`: kbv's own seconds per evaluation beside the kernel time),
 # bench/transfer_probe.py (stage `transfer`), bench/startup_probe.py (stage `startup`),
-# bench/cover_probe.py (stage `cover`: the timing noise of a sub-millisecond call, host or GPU) and
+# bench/cover_probe.py (stage `cover`: the timing noise of a sub-millisecond call, host or GPU, and
+# the device-wide excess per process pinned to each group of CPUs) and
 # the kbv side of bench/run.sh against the loop
 # recorded on this machine type in docs/runs/2026-12-01-h200-bench (stage `bench`, ~5 min: the
 # loop's 21 minutes are not spent again; its table names both sides' dates; set KBV_COMMIT, the
@@ -53,7 +54,7 @@ for stage in $stages; do
     startup)
       python3 bench/startup_probe.py 5 | tee "$out/startup.txt" || status=1 ;;
     cover)
-      python3 bench/cover_probe.py | tee "$out/cover.txt" || status=1 ;;
+      { python3 bench/cover_probe.py && python3 bench/cover_probe.py --processes; } | tee "$out/cover.txt" || status=1 ;;
     bench)
       mkdir -p "$out/bench" &&
         cp docs/runs/2026-12-01-h200-bench/{loop.jsonl,manifest.tsv,counts} "$out/bench/" &&
