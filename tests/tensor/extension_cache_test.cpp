@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -62,6 +63,44 @@ TEST(ExtensionCache, ToolchainNamesTheCompilersAndTorchItFinds) {
   EXPECT_NE(cpu.find("libc10"), std::string::npos) << cpu;  // the torch this process links
   EXPECT_EQ(cpu.find("nvcc"), std::string::npos) << cpu;
   EXPECT_NE(toolchain_identity("cuda").find("nvcc = /nonexistent/nvcc (not found)"), std::string::npos);
+}
+
+// A kbv build folder of its own in `dir`: the executable's path and the wrapper's two files.
+std::string fake_kbv(const fs::path& dir, const std::string& wrapper_text) {
+  fs::create_directories(dir);
+  std::ofstream(dir / "kbv-pch-c++") << wrapper_text;
+  fs::permissions(dir / "kbv-pch-c++", fs::perms::owner_all);
+  std::ofstream(dir / "kbv_pch.py") << "# the compile side\n";
+  return (dir / "kbv").string();
+}
+
+std::map<std::string, std::string> build_environment(const std::string& kbv, const fs::path& cache,
+                                                     const std::string& candidate) {
+  WorkerLaunch launch{kbv, "/usr/bin/python3", {}, nullptr};
+  add_build_environment(launch, cache.string(), candidate, "cpu");
+  return {launch.environment.begin(), launch.environment.end()};
+}
+
+// load_inline's build.ninja names the compiler by path, and ninja rebuilds what a changed command
+// made: two builds of kbv with the same wrapper (two checkouts) name one copy of it in the cache.
+TEST(ExtensionCache, WrapperNamedByItsContentWhicheverKbvBuildRuns) {
+  const ScopedEnvironment cxx("CXX", std::nullopt);
+  const ScopedEnvironment pch("KBV_PCH", std::nullopt);
+  const fs::path root = fs::temp_directory_path() / ("kbv_extension_cache_test_" + std::to_string(getpid()));
+  const fs::path cache = root / "cache";
+  const std::string candidate = write_candidate("w.py", "class ModelNew: pass\n").string();
+  const auto one = build_environment(fake_kbv(root / "checkout1", "#!/bin/sh\nexec c++ \"$@\"\n"), cache, candidate);
+  const auto two = build_environment(fake_kbv(root / "checkout2", "#!/bin/sh\nexec c++ \"$@\"\n"), cache, candidate);
+  const auto other = build_environment(fake_kbv(root / "checkout3", "#!/bin/sh\nexec g++ \"$@\"\n"), cache, candidate);
+  ASSERT_TRUE(one.count("CXX")) << "no wrapper named";
+  const fs::path wrapper = one.at("CXX");
+  EXPECT_EQ(wrapper.parent_path().parent_path(), cache / "toolchain");
+  EXPECT_EQ(two.at("CXX"), one.at("CXX"));
+  EXPECT_NE(other.at("CXX"), one.at("CXX"));
+  EXPECT_TRUE(fs::is_regular_file(wrapper.parent_path() / "kbv_pch.py"));
+  EXPECT_NE(fs::status(wrapper).permissions() & fs::perms::owner_exec, fs::perms::none);
+  EXPECT_EQ(one.at("KBV_REAL_CXX"), "c++");
+  EXPECT_EQ(one.at("KBV_PCH_DIR"), (cache / "pch").string());
 }
 
 }  // namespace

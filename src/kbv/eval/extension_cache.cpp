@@ -1,10 +1,13 @@
 #include "kbv/eval/extension_cache.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include <c10/core/CPUAllocator.h>
@@ -58,6 +61,37 @@ fs::path nvcc() {
   return on_path.has_parent_path() ? on_path : fs::path("/usr/local/cuda/bin/nvcc");
 }
 
+// The compiler wrapper as builds name it: a copy in the cache, in a folder named by the content of
+// its two files. load_inline's build.ninja names the compiler by path and ninja rebuilds whatever a
+// changed command made, so a wrapper named where this kbv was built (a fresh checkout, another
+// build folder) rebuilt every cached extension; the same wrapper now keeps one path. The copy is
+// made in a folder of its own, then renamed into place: a concurrent build sees both files or
+// none. Where the cache takes no copy, the wrapper beside kbv; empty where there is none.
+fs::path wrapper_in_cache(const fs::path& kbv_dir, const std::string& cache_dir) {
+  static constexpr const char* kFiles[] = {"kbv-pch-c++", "kbv_pch.py"};
+  std::string content;
+  for (const char* file : kFiles) {
+    std::ifstream in(kbv_dir / file, std::ios::binary);
+    if (!in) return {};
+    content += std::string(std::istreambuf_iterator<char>(in), {}) + '\0';
+  }
+  const fs::path dir = fs::path(cache_dir) / "toolchain" / content_key(content);
+  std::error_code error;
+  if (fs::is_regular_file(dir / kFiles[0], error)) return dir / kFiles[0];
+  static std::atomic<int> copies{0};
+  const fs::path staging = dir.string() + ".tmp-" + std::to_string(getpid()) + "-" + std::to_string(copies++);
+  fs::create_directories(staging, error);
+  for (const char* file : kFiles) {
+    if (!error) fs::copy_file(kbv_dir / file, staging / file, error);  // with the file's permissions
+  }
+  if (!error) fs::rename(staging, dir, error);  // fails where another copy got there first
+  // Whatever is left of the staging folder; by unlink and rmdir, not std::filesystem::remove_all,
+  // which resolves to libtorch's own copy here and crashes.
+  for (const char* file : kFiles) ::unlink((staging / file).c_str());
+  ::rmdir(staging.c_str());
+  return fs::is_regular_file(dir / kFiles[0], error) ? dir / kFiles[0] : kbv_dir / kFiles[0];
+}
+
 std::string torch_library() {
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&c10::GetCPUAllocator), &info) == 0 || !info.dli_fname) return "(torch not found)";
@@ -85,9 +119,9 @@ void add_build_environment(WorkerLaunch& launch, const std::string& cache_dir, c
                            const std::string& device) {
   launch.environment.emplace_back("TORCH_EXTENSIONS_DIR", extension_dir(cache_dir, candidate_path, device, launch.python));
   const std::string cxx = cxx_compiler();
-  const fs::path wrapper = fs::path(launch.executable).parent_path() / "kbv-pch-c++";
-  std::error_code ignored;
-  if (environment("KBV_PCH") != "off" && cxx.find(' ') == std::string::npos && fs::is_regular_file(wrapper, ignored)) {
+  if (environment("KBV_PCH") == "off" || cxx.find(' ') != std::string::npos) return;
+  const fs::path wrapper = wrapper_in_cache(fs::path(launch.executable).parent_path(), cache_dir);
+  if (!wrapper.empty()) {
     launch.environment.insert(launch.environment.end(), {{"CXX", wrapper.string()},
                                                          {"KBV_REAL_CXX", cxx},
                                                          {"KBV_PCH_DIR", (fs::path(cache_dir) / "pch").string()}});

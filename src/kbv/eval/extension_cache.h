@@ -18,9 +18,11 @@ std::string extension_dir(const std::string& cache_dir, const std::string& candi
                           const std::string& python);
 
 // Adds to the environment of a candidate's worker what its builds need: TORCH_EXTENSIONS_DIR
-// (extension_dir) and CXX set to kbv's compiler wrapper `kbv-pch-c++` beside the kbv executable
-// (torch/extension.h precompiled under `cache_dir`/pch; the real compiler in KBV_REAL_CXX).
-// Without the wrapper, with KBV_PCH=off or a $CXX of more than one word, CXX is left as it is.
+// (extension_dir) and CXX set to kbv's compiler wrapper `kbv-pch-c++` (torch/extension.h
+// precompiled under `cache_dir`/pch; the real compiler in KBV_REAL_CXX), as copied from beside the
+// kbv executable to `cache_dir`/toolchain/<key of its content>, so that builds name it by one path
+// whichever build of kbv runs them. Without the wrapper, with KBV_PCH=off or a $CXX of more than
+// one word, CXX is left as it is.
 void add_build_environment(WorkerLaunch& launch, const std::string& cache_dir, const std::string& candidate_path,
                            const std::string& device);
 
