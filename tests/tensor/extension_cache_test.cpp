@@ -3,7 +3,6 @@
 
 #include <gtest/gtest.h>
 
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -12,24 +11,14 @@
 #include <optional>
 #include <string>
 
+#include "support/scoped_environment.h"
+
 namespace kbv::eval {
 namespace {
 
 namespace fs = std::filesystem;
 
-// Sets an environment variable for one scope, then puts back what was there.
-class ScopedEnvironment {
- public:
-  ScopedEnvironment(const char* name, const std::optional<std::string>& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    value ? setenv(name, value->c_str(), 1) : unsetenv(name);
-  }
-  ~ScopedEnvironment() { old_ ? setenv(name_, old_->c_str(), 1) : unsetenv(name_); }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using kbv::testing::ScopedEnvironment;
 
 fs::path write_candidate(const std::string& name, const std::string& text) {
   const fs::path path = fs::temp_directory_path() / ("kbv_extension_cache_test_" + std::to_string(getpid())) / name;

@@ -15,6 +15,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "support/scoped_environment.h"
+
 namespace kbv::worker {
 namespace {
 
@@ -198,15 +200,13 @@ TEST(WorkerProcess, WaitKillsDescendantsLeftBehind) {
 }
 
 TEST(WorkerProcess, EnvironmentIsInheritedWithOverrides) {
-  setenv("KBV_TEST_INHERITED", "yes", 1);
-  setenv("KBV_TEST_REPLACED", "old", 1);
+  const kbv::testing::ScopedEnvironment inherited("KBV_TEST_INHERITED", "yes");
+  const kbv::testing::ScopedEnvironment replaced("KBV_TEST_REPLACED", "old");
   WorkerProcess worker = WorkerProcess::start({"/bin/sh", "-c", "env | grep ^KBV_TEST_ | sort >&2"},
                                               {{"KBV_TEST_REPLACED", "new"}, {"KBV_TEST_ADDED", "a=b"}});
   EXPECT_EQ(worker.receive(Clock::now() + 10s).status, Received::Status::closed);
   EXPECT_EQ(worker.wait().code, 0);
   EXPECT_EQ(worker.log_tail(), "KBV_TEST_ADDED=a=b\nKBV_TEST_INHERITED=yes\nKBV_TEST_REPLACED=new\n");
-  unsetenv("KBV_TEST_INHERITED");
-  unsetenv("KBV_TEST_REPLACED");
 }
 
 TEST(WorkerProcess, PrintsNeverReachTheResultChannel) {

@@ -7,11 +7,11 @@
 
 #include <chrono>
 #include <csignal>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
-#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "kbv/protocol/protocol.h"
+#include "support/scoped_environment.h"
 
 namespace kbv::worker {
 namespace {
@@ -112,14 +113,12 @@ import torch
 with open(os.environ["KBV_TEST_OUT"], "w") as out:
     out.write(f"{preloaded} {sys.dont_write_bytecode} {sys.pycache_prefix} {os.environ.get('PYTORCH_NVML_BASED_CUDA_CHECK', '-')}")
 )");
-  std::map<std::string, std::optional<std::string>> saved;
-  for (const auto& [name, value] : environment) {
-    const char* old = std::getenv(name.c_str());
-    saved[name] = old ? std::optional<std::string>(old) : std::nullopt;
-    setenv(name.c_str(), value.c_str(), 1);
+  std::shared_ptr<Zygote> zygote;
+  {
+    std::deque<kbv::testing::ScopedEnvironment> scoped;
+    for (const auto& [name, value] : environment) scoped.emplace_back(name.c_str(), value);
+    zygote = Zygote::start(KBV_BINARY, KBV_PYTHON);
   }
-  const std::shared_ptr<Zygote> zygote = Zygote::start(KBV_BINARY, KBV_PYTHON);
-  for (const auto& [name, old] : saved) old ? setenv(name.c_str(), old->c_str(), 1) : unsetenv(name.c_str());
   const fs::path out = dir / "facts.txt";
   WorkerProcess worker = zygote->spawn("reference", {{"KBV_TEST_OUT", out.string()}});
   const nlohmann::json loaded = load_problem(worker, problem);
