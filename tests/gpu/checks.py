@@ -44,9 +44,13 @@ honest = record("candidates/1_ReLU/cuda_honest.py", "verified")
 side_all = median_ms(side["timing"]["candidate"]["samples_seconds"])
 side_stream = median_ms(side["timing"]["candidate"]["stream_samples_seconds"])
 honest_all = median_ms(honest["timing"]["candidate"]["samples_seconds"])
+honest_stream = median_ms(honest["timing"]["candidate"]["stream_samples_seconds"])
 print(f"side stream: device-wide {side_all:.4f} ms, current stream only {side_stream:.4f} ms; "
-      f"honest on the current stream {honest_all:.4f} ms")
-check(side_all >= 0.8 * honest_all, "side-stream candidate's measured time includes its kernel")
+      f"honest (same kernel on the current stream) {honest_all:.4f} ms device-wide, {honest_stream:.4f} ms stream")
+# Against the honest kernel's current-stream time: its device-wide time carries the evaluation's
+# device-wide excess, which moves between ~1 and ~5 us from one evaluation to the next (as much as
+# this kernel takes), and once failed a 0.8 ratio at 0.0051 against 0.0064 ms.
+check(side_all >= 0.8 * honest_stream, "side-stream candidate's measured time includes its kernel")
 # Its outputs are right (every draw, every timed call); the verdict is the hack it is.
 check(all(c["status"] == "pass" for c in side["correctness"]) and
       side["timing"]["timed_outputs_checked"] == side["timing"]["candidate"]["samples"],
@@ -93,7 +97,8 @@ check(odd_verdict == "pass", "outputs spanning two registrations of the output r
 print("\n| check | figure |\n|---|---|")
 print(f"| baseline 4096^3 fp32 matmul, verified (TF32) | {tf32_ms:.3f} ms |")
 print(f"| baseline 4096^3 fp32 matmul, kernelbench (no TF32) | {fp32_ms:.3f} ms |")
-print(f"| side-stream ReLU: device-wide / stream-only / honest | {side_all:.4f} / {side_stream:.4f} / {honest_all:.4f} ms |")
+print(f"| side-stream ReLU: device-wide / stream-only / honest (device-wide, stream) | "
+      f"{side_all:.4f} / {side_stream:.4f} / {honest_all:.4f}, {honest_stream:.4f} ms |")
 print(f"| outputs across two region registrations (3 MiB + 4 KiB) | {odd_verdict} |")
 print(f"| speedup over 5 evaluations (7_LargeMatmul honest) | {min(speedups):.4f}..{max(speedups):.4f}, spread {spread:.2%} |")
 print(f"| their baseline / candidate spreads | {spread_of(baselines):.2%} / {spread_of(candidates):.2%} |")
