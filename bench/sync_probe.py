@@ -1,0 +1,74 @@
+"""Where does the device-wide wait's excess come from, and what idle wait should be taken off?
+(docs/performance.md, "The device-wide end")
+
+Usage (on the GPU machine): python3 bench/sync_probe.py [PROCESSES]
+
+kbv's verified timer spins until the current stream's end event has happened, then synchronizes the
+whole device and counts whatever that wait outlasts an idle device's (measured once, after an L2
+flush). After a real call that wait is longer by one or two levels that hold through a process
+(0.7-5.6 us after a 0.34 ms matmul at ea9eab8, 3-28 us after a 16 ms kernel), though nothing runs
+on another stream. This times, in fresh processes (alternately pinned to the two halves of the
+CPUs), the wait after calls on the current stream only, interleaved sample by sample: the L2 flush
+kbv calibrates with, spin kernels of 0.03, 0.34, 3 and 16 ms, and the 0.34 ms TF32 matmul; and the
+wait of a second synchronize right after the first. If the wait after a spin kernel tracks the
+wait after a matmul of the same length, an idle wait calibrated on a spin as long as the call
+takes the excess off without hiding another stream's work.
+"""
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+if sys.argv[1:2] == ["--child"]:
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = True
+    PEAK_HZ = 1.98e9  # the H200's peak SM clock
+    COVER = 100e-6
+    a, b = torch.randn(4096, 4096, device="cuda"), torch.randn(4096, 4096, device="cuda")
+    flush = torch.empty(120 << 20, dtype=torch.uint8, device="cuda")
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+    def spin(seconds):
+        return lambda: torch.cuda._sleep(int(seconds * PEAK_HZ))
+
+    calls = {"flush": lambda: flush.zero_(), "spin 0.03": spin(30e-6), "spin 0.34": spin(340e-6),
+             "spin 3": spin(3e-3), "spin 16": spin(16e-3), "matmul": lambda: torch.mm(a, b)}
+    waits = {name: [] for name in calls}
+    second, stream_ms = [], {name: [] for name in calls}
+    for i in range(60 + 200):
+        for name, call in calls.items():
+            if name == "spin 16" and i % 10:
+                continue  # a sample in ten: 16 ms each
+            flush.zero_()
+            torch.cuda._sleep(int(COVER * PEAK_HZ))
+            start.record()
+            call()
+            end.record()
+            while not end.query():
+                pass
+            noticed = time.perf_counter()
+            torch.cuda.synchronize()
+            waited = time.perf_counter() - noticed
+            again = time.perf_counter()
+            torch.cuda.synchronize()
+            if i >= 60:  # after the warm-up
+                waits[name].append(waited)
+                second.append(time.perf_counter() - again)
+                stream_ms[name].append(start.elapsed_time(end))
+    line = [f"{statistics.median(waits[n]) * 1e6:6.2f} ({statistics.median(stream_ms[n]):.3f})" for n in calls]
+    print(" ".join(line) + f"  second {statistics.median(second) * 1e6:5.2f}")
+    sys.exit(0)
+
+processes = int(sys.argv[1]) if len(sys.argv) > 1 else 8
+allowed = sorted(os.sched_getaffinity(0))
+halves = [allowed[: len(allowed) // 2], allowed[len(allowed) // 2:]]
+print("median wait after each call, us (its current-stream ms), one process per line; CPUs pinned per line")
+print("flush, spin 0.03, spin 0.34, spin 3, spin 16, matmul 0.34; then a second synchronize's wait")
+for p in range(processes):
+    cpus = halves[p % 2]
+    out = subprocess.run([sys.executable, __file__, "--child"], capture_output=True, text=True,
+                         preexec_fn=lambda cpus=cpus: os.sched_setaffinity(0, cpus))
+    label = f"{cpus[0]}-{cpus[-1]}"
+    print(f"CPUs {label:6} " + (out.stdout.strip() or out.stderr.strip()[-300:]), flush=True)
