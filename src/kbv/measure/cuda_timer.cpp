@@ -1,10 +1,8 @@
 // CUDA events on the current stream around the call. Where the protocol asks for work on any
 // stream to count (PROTOCOL.md, "Timing"), the host then waits for the whole device: the figure is
-// the current stream's plus however long that wait outlasted an idle device's after a call as long.
+// the current stream's plus however long that wait outlasted an idle device's.
 #include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <map>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -25,42 +23,17 @@ class CudaEventTimer final : public Timer {
     int peak_khz = 0;
     C10_CUDA_CHECK(cudaDeviceGetAttribute(&peak_khz, cudaDevAttrClockRate, device.index()));
     // Cycles at the peak clock: at a lower clock the cover only lasts longer.
-    peak_hz_ = peak_khz * 1e3;
-    cover_cycles_ = static_cast<std::int64_t>(timing.launch_cover_seconds * peak_hz_);
+    cover_cycles_ = static_cast<std::int64_t>(timing.launch_cover_seconds * peak_khz * 1e3);
     std::int64_t bytes = timing.l2_flush_bytes;
     // Twice the L2, as reported by the device: writing it evicts whatever the last call left.
     if (bytes <= 0) bytes = 2 * static_cast<std::int64_t>(at::cuda::getDeviceProperties(device.index())->l2CacheSize);
     flush_ = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(device));
+    if (device_sync_) idle_sync_seconds_ = measure_idle_sync();
   }
 
   void flush_cache() override { flush_.zero_(); }
 
   TimedCall time(const std::function<void()>& call, const char* range) override {
-    const double launch_seconds = launch(call, range);
-    if (!device_sync_) {
-      stream_end_.synchronize();
-      const double seconds = start_.elapsed_time(stream_end_) / 1e3;
-      return {seconds, seconds, launch_seconds};
-    }
-    // Nothing of the host's round trip is in the GPU's figure: only a wait for other streams.
-    const double waited = device_wait_after_stream_end();
-    const double stream_seconds = start_.elapsed_time(stream_end_) / 1e3;
-    return {stream_seconds + std::max(0.0, waited - idle_wait(stream_seconds)), stream_seconds, launch_seconds};
-  }
-
-  nlohmann::json describe() const override {
-    nlohmann::json idle_waits = nlohmann::json::array();
-    for (const auto& [bucket, idle] : idle_waits_) {
-      idle_waits.push_back({{"call_seconds", idle.call_seconds}, {"wait_seconds", idle.wait_seconds}});
-    }
-    return {{"clock", "cuda events, current stream"}, {"device_sync", device_sync_}, {"l2_flush_bytes", flush_.numel()},
-            {"idle_waits", idle_waits}, {"launch_cover_cycles", cover_cycles_}};
-  }
-
- private:
-  // Launches the call behind the launch cover, between the start and end events; the host's
-  // seconds from the start event's record to the call's return.
-  double launch(const std::function<void()>& call, const char* range) {
     const auto stream = at::cuda::getCurrentCUDAStream();
     if (cover_cycles_ > 0) at::cuda::sleep(cover_cycles_);  // the call is launched while this spins
     start_.record(stream);
@@ -70,34 +43,38 @@ class CudaEventTimer final : public Timer {
     nvtxRangePop();
     const double launch_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - launched).count();
     stream_end_.record(stream);
-    return launch_seconds;
+    if (!device_sync_) {
+      stream_end_.synchronize();
+      const double seconds = start_.elapsed_time(stream_end_) / 1e3;
+      return {seconds, seconds, launch_seconds};
+    }
+    // Nothing of the host's round trip is in the GPU's figure: only a wait for other streams.
+    const double waited = device_wait_after_stream_end();
+    const double stream_seconds = start_.elapsed_time(stream_end_) / 1e3;
+    return {stream_seconds + std::max(0.0, waited - idle_sync_seconds_), stream_seconds, launch_seconds};
   }
 
-  // The host's seconds in a device-wide synchronize with nothing left to wait for, after a call
-  // about `call_seconds` long on the current stream alone: a spin kernel as long, launched as a
-  // timed call is, the median of a few. That wait grows with how long the host spun on the end
-  // event (on the H200 ~8-25 us after 0.34 ms, 18-84 us after 16 ms, and one level per process:
-  // bench/sync_probe.py), so one measured after a short flush left several microseconds per
-  // sample that no other stream had run. Measured once per band of call lengths (kBandRatio
-  // wide), the first time a call falls in it: a side's warm-up settles its band before its
-  // timed samples. Work on another stream that ends within this wait after the host noticed the
-  // current stream's end is not counted (the trace names side-stream work).
-  double idle_wait(double call_seconds) {
-    constexpr double kBandRatio = 1.2, kCalibrationSeconds = 0.05;
-    call_seconds = std::max(call_seconds, 1e-6);
-    const long band = std::lround(std::log(call_seconds) / std::log(kBandRatio));
-    if (const auto found = idle_waits_.find(band); found != idle_waits_.end()) return found->second.wait_seconds;
-    const auto cycles = static_cast<std::int64_t>(call_seconds * peak_hz_);
-    const int calls = std::clamp(static_cast<int>(kCalibrationSeconds / call_seconds), 3, 21);
+  nlohmann::json describe() const override {
+    return {{"clock", "cuda events, current stream"}, {"device_sync", device_sync_}, {"l2_flush_bytes", flush_.numel()},
+            {"idle_sync_seconds", idle_sync_seconds_}, {"launch_cover_cycles", cover_cycles_}};
+  }
+
+ private:
+  // The host's seconds in a device-wide synchronize with nothing left to wait for (a few
+  // microseconds of driver calls), taken off each sample's wait. Work on another stream that ends
+  // within that time after the host noticed the current stream's end is not counted (the trace
+  // names side-stream work); any longer wait counts whole, the driver's wake-up included.
+  double measure_idle_sync() {
+    constexpr int kCalls = 21;
+    const auto stream = at::cuda::getCurrentCUDAStream();
     std::vector<double> waits;
-    for (int i = 0; i < calls; ++i) {
+    for (int i = 0; i < kCalls; ++i) {
       flush_.zero_();
-      launch([cycles] { at::cuda::sleep(cycles); }, "kbv idle wait");
+      stream_end_.record(stream);
       waits.push_back(device_wait_after_stream_end());
     }
-    std::nth_element(waits.begin(), waits.begin() + calls / 2, waits.end());
-    idle_waits_[band] = {call_seconds, waits[calls / 2]};
-    return waits[calls / 2];
+    std::nth_element(waits.begin(), waits.begin() + kCalls / 2, waits.end());
+    return waits[kCalls / 2];
   }
 
   // Spins until `stream_end_` has happened (the host knows within one query, where the driver's
@@ -111,14 +88,8 @@ class CudaEventTimer final : public Timer {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - noticed).count();
   }
 
-  struct IdleWait {
-    double call_seconds;  // the first call in its band, the spin's length
-    double wait_seconds;
-  };
-
   bool device_sync_;
-  double peak_hz_ = 0;
-  std::map<long, IdleWait> idle_waits_;  // by band of call length
+  double idle_sync_seconds_ = 0;
   std::int64_t cover_cycles_ = 0;
   at::Tensor flush_;
   at::cuda::CUDAEvent start_{cudaEventDefault}, stream_end_{cudaEventDefault};
