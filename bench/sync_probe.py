@@ -12,7 +12,9 @@ CPUs), the wait after calls on the current stream only, interleaved sample by sa
 kbv calibrates with, spin kernels of 0.03, 0.34, 3 and 16 ms, and the 0.34 ms TF32 matmul; and the
 wait of a second synchronize right after the first. If the wait after a spin kernel tracks the
 wait after a matmul of the same length, an idle wait calibrated on a spin as long as the call
-takes the excess off without hiding another stream's work.
+takes the excess off without hiding another stream's work. (On the H200, 2026-12-02, it tracked
+here; inside kbv's workers such an idle wait did not take a real call's excess off and hid part of
+a side-stream kernel: docs/performance.md, "An idle wait as long as the call".)
 """
 import os
 import statistics
