@@ -1,0 +1,26 @@
+"""The device-wide figure's excess over the current stream's, per record and timed side.
+
+Usage: python3 bench/excess.py RECORD.json...   (kbv eval --json records, verified on the GPU)
+
+Per side: the current stream's median, the median of each sample's device-wide figure less its
+current-stream figure (the device-wide wait beyond the idle wait the timer took off), how many
+samples had none, and the idle wait taken off, in us (timing.*.clock.idle_sync_seconds). docs/performance.md, "The
+device-wide end", reads these.
+"""
+import json
+import statistics
+import sys
+
+if len(sys.argv) < 2:
+    sys.exit(__doc__)
+for path in sys.argv[1:]:
+    timing = json.load(open(path)).get("timing") or {}
+    for side in ("baseline", "candidate"):
+        measured = timing.get(side)
+        if not measured or not measured["clock"].get("device_sync"):
+            continue
+        excess = [a - b for a, b in zip(measured["samples_seconds"], measured["stream_samples_seconds"])]
+        print(f"{path.split('/')[-1][:46]:46} {side:9} stream "
+              f"{statistics.median(measured['stream_samples_seconds']) * 1e3:8.4f} ms  "
+              f"excess {statistics.median(excess) * 1e6:6.2f} us  none {sum(e == 0 for e in excess):3}/{len(excess):3}  "
+              f"idle {measured['clock']['idle_sync_seconds'] * 1e6:.2f}")
