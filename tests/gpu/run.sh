@@ -11,7 +11,9 @@
 # bench/overhead.py (stage `overhead`: kbv's own seconds per evaluation beside the kernel time),
 # bench/transfer_probe.py (stage `transfer`), bench/startup_probe.py (stage `startup`),
 # bench/cover_probe.py (stage `cover`: the timing noise of a sub-millisecond call, host or GPU, and
-# the device-wide excess per process pinned to each group of CPUs) and
+# the device-wide excess per process pinned to each group of CPUs), bench/excess.py over three
+# verified evaluations each of torch's own reduction and a custom one as candidates (stage `roles`:
+# the device-wide excess in the candidate's worker against the reference's) and
 # the kbv side of bench/run.sh against the loop
 # recorded on this machine type in docs/runs/2026-12-01-h200-bench (stage `bench`, ~5 min: the
 # loop's 21 minutes are not spent again; its table names both sides' dates; set KBV_COMMIT, the
@@ -59,6 +61,17 @@ for stage in $stages; do
       mkdir -p "$out/bench" &&
         cp docs/runs/2026-12-01-h200-bench/{loop.jsonl,manifest.tsv,counts} "$out/bench/" &&
         KBV_BENCH_STAGES="kbv table" bash bench/run.sh "$out/bench" 2>&1 | tee "$out/bench.txt" || status=1 ;;
+    roles)
+      # The device-wide wait's excess by worker: torch's reduction as the candidate beside the same
+      # reduction as the baseline, and the split-reduce kernel, three verified evaluations each.
+      mkdir -p "$out/roles"
+      for i in 1 2 3; do
+        for candidate in tests/gpu/data/sum_dim_torch.py bench/suite/candidates/16_SumDimLarge/split_reduce.py; do
+          "$KBV" eval bench/suite/problems/16_SumDimLarge.py "$candidate" --device cuda --quiet \
+            --json "$out/roles/$(basename "$candidate" .py)-$i.json" >/dev/null || status=1
+        done
+      done
+      python3 bench/excess.py "$out"/roles/*.json | tee "$out/roles.txt" ;;
     audit)
       "$KBV" audit --problems examples/problems --device cuda --json "$out/audit-examples.json" | tee "$out/audit.txt" || status=1
       "$KBV" audit --problems tests/audit/problems --device cuda --json "$out/audit-corpus.json" | tee -a "$out/audit.txt" || status=1 ;;
