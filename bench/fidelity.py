@@ -1,13 +1,14 @@
 """Timing fidelity on the GPU: kbv's candidate times against Nsight Compute's kernel times for the
 same calls, and the spread of one candidate's speedup over repeated evaluations (issue 6, item 2).
 
-Usage: fidelity.py OUT_DIR [--kbv KBV] [--ncu NCU] [--repeats N] [--only REGEX]
+Usage: fidelity.py OUT_DIR [--kbv KBV] [--ncu NCU] [--repeats N] [--evaluations N] [--only REGEX]
 
 First `kbv eval` of SPREAD_CANDIDATE REPEATS times under `verified`, with the GPU's clocks and
 power logged by nvidia-smi: the speedup's spread (max - min over median) and each side's times.
 Then, for each candidate of FIDELITY below:
-  1. `kbv eval` under `verified` and under `kernelbench`: the candidate's time (the verified
-     median, device-wide and current-stream-only; the kernelbench mean);
+  1. `kbv eval` under `verified` and under `kernelbench`, EVALUATIONS times each (3): the
+     candidate's time (the verified median, device-wide and current-stream-only; the kernelbench
+     mean), the median over the evaluations and, for the device-wide figure, their range;
   2. ncu_calls.py under `ncu --clock-control none`, once with each preset's pattern of calls
      (input sets, their refresh, the flush size): the same forward on inputs of the same shapes,
      an L2 flush before each call and the NVTX range `kbv timed candidate` around it; the summed
@@ -90,13 +91,21 @@ def fidelity(args, label, problem, candidate):
     out = args.out
     row = {"label": label, "problem": problem, "candidate": candidate, "timed_calls": NCU_CALLS}
     for name in ("verified", "kernelbench"):
-        record, _ = kbv_eval(args.kbv, problem, candidate, name, os.path.join(out, f"{label}.{name}.json"))
-        row[f"{name}_verdict"] = record["verdict"] if record else None
-        timing = (record or {}).get("timing", {}).get("candidate")
-        if timing:
-            row[f"{name}_ms"] = timing["seconds"] * 1e3
-            row[f"{name}_stream_ms"] = statistics.median(timing["stream_samples_seconds"]) * 1e3
-            row[f"{name}_samples"] = len(timing["samples_seconds"])
+        # Each evaluation's worker holds its own level of device-wide excess (docs/performance.md):
+        # the median of a few evaluations, and their range.
+        times, streams = [], []
+        for i in range(args.evaluations):
+            record, _ = kbv_eval(args.kbv, problem, candidate, name, os.path.join(out, f"{label}.{name}.{i}.json"))
+            row[f"{name}_verdict"] = record["verdict"] if record else None
+            timing = (record or {}).get("timing", {}).get("candidate")
+            if timing:
+                times.append(timing["seconds"] * 1e3)
+                streams.append(statistics.median(timing["stream_samples_seconds"]) * 1e3)
+                row[f"{name}_samples"] = len(timing["samples_seconds"])
+        if times:
+            row[f"{name}_ms_each"] = times
+            row[f"{name}_ms"] = statistics.median(times)
+            row[f"{name}_stream_ms"] = statistics.median(streams)
     begun = time.monotonic()
     for pattern in ("verified", "kernelbench"):
         csv_path = os.path.join(out, f"{label}.{pattern}.ncu.csv")
@@ -153,6 +162,7 @@ def main():
     installed = sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu")) + ["/usr/local/cuda/bin/ncu"]
     parser.add_argument("--ncu", default=shutil.which("ncu") or installed[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--evaluations", type=int, default=3, help="kbv evaluations per fidelity candidate and preset")
     parser.add_argument("--only", default="", help="regex on labels of the fidelity candidates")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -191,14 +201,22 @@ def print_tables(rows, runs):
         off = f"{row[key] / row[ncu_key] - 1:+.1%}" if ncu_key in row else "-"
         return f"{row[key]:9.4f} {off:>7}"
 
-    print("\nkbv's candidate time against ncu's summed gpu__time_duration per call, each under its preset's pattern (ms)")
-    print(f"{'candidate':15} {'ncu verif.':>10} {'verified':>9} {'off':>7} {'stream':>9} {'off':>7} "
+    def spread_off(row):
+        """The verified evaluations' lowest and highest figure against ncu's."""
+        if "verified_ms_each" not in row or "ncu_verified_ms" not in row:
+            return "-"
+        offs = [ms / row["ncu_verified_ms"] - 1 for ms in row["verified_ms_each"]]
+        return f"{min(offs):+.1%}..{max(offs):+.1%}"
+
+    print("\nkbv's candidate time against ncu's summed gpu__time_duration per call, each under its preset's pattern (ms;")
+    print("kbv's: the median over its evaluations; range: the lowest and highest verified evaluation's)")
+    print(f"{'candidate':15} {'ncu verif.':>10} {'verified':>9} {'off':>7} {'range':>15} {'stream':>9} {'off':>7} "
           f"{'ncu kb':>9} {'kernelbench':>11} {'off':>5}  kernels/call")
     for row in rows:
         per_call = f"{row['ncu_verified_kernels'] / row['timed_calls']:.1f}" if row.get("timed_calls") else "-"
         ncu_v = f"{row['ncu_verified_ms']:10.4f}" if "ncu_verified_ms" in row else f"{'-':>10}"
         ncu_k = f"{row['ncu_kernelbench_ms']:9.4f}" if "ncu_kernelbench_ms" in row else f"{'-':>9}"
-        print(f"{row['label']:15} {ncu_v} {cell(row, 'verified_ms', 'ncu_verified_ms')} "
+        print(f"{row['label']:15} {ncu_v} {cell(row, 'verified_ms', 'ncu_verified_ms')} {spread_off(row):>15} "
               f"{cell(row, 'verified_stream_ms', 'ncu_verified_ms')} {ncu_k} "
               f"{cell(row, 'kernelbench_ms', 'ncu_kernelbench_ms')}  {per_call}")
     speedups = [r["speedup"] for r in runs if "speedup" in r]
