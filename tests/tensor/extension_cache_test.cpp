@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <ftw.h>
 #include <unistd.h>
+
+#include <cstdio>
 
 #include <filesystem>
 #include <fstream>
@@ -20,14 +23,27 @@ namespace fs = std::filesystem;
 
 using kbv::testing::ScopedEnvironment;
 
+// This process's folder of test files.
+fs::path scratch() { return fs::temp_directory_path() / ("kbv_extension_cache_test_" + std::to_string(getpid())); }
+
+// Removes the scratch folder after the suite, by nftw: std::filesystem::remove_all in a binary
+// linked with libtorch resolves to libtorch's exported copy and crashes.
+class ExtensionCache : public ::testing::Test {
+ protected:
+  static void TearDownTestSuite() {
+    nftw(scratch().c_str(), [](const char* path, const struct stat*, int, struct FTW*) { return std::remove(path); }, 16,
+         FTW_DEPTH | FTW_PHYS);
+  }
+};
+
 fs::path write_candidate(const std::string& name, const std::string& text) {
-  const fs::path path = fs::temp_directory_path() / ("kbv_extension_cache_test_" + std::to_string(getpid())) / name;
+  const fs::path path = scratch() / name;
   fs::create_directories(path.parent_path());
   std::ofstream(path) << text;
   return path;
 }
 
-TEST(ExtensionCache, KeyFollowsContentDeviceAndCompiler) {
+TEST_F(ExtensionCache, KeyFollowsContentDeviceAndCompiler) {
   const std::string a = write_candidate("a.py", "class ModelNew: pass\n").string();
   const std::string b = write_candidate("b.py", "class ModelNew: pass\n").string();
   const std::string c = write_candidate("c.py", "class ModelNew: x = 1\n").string();
@@ -44,7 +60,7 @@ TEST(ExtensionCache, KeyFollowsContentDeviceAndCompiler) {
   EXPECT_NE(key, extension_dir("/cache", a, "cpu", "/usr/bin/python3"));
 }
 
-TEST(ExtensionCache, ToolchainNamesTheCompilersAndTorchItFinds) {
+TEST_F(ExtensionCache, ToolchainNamesTheCompilersAndTorchItFinds) {
   const ScopedEnvironment cxx("CXX", std::nullopt);
   const ScopedEnvironment nvcc("PYTORCH_NVCC", "/nonexistent/nvcc");
   const std::string cpu = toolchain_identity("cpu");
@@ -72,10 +88,10 @@ std::map<std::string, std::string> build_environment(const std::string& kbv, con
 
 // load_inline's build.ninja names the compiler by path, and ninja rebuilds what a changed command
 // made: two builds of kbv with the same wrapper (two checkouts) name one copy of it in the cache.
-TEST(ExtensionCache, WrapperNamedByItsContentWhicheverKbvBuildRuns) {
+TEST_F(ExtensionCache, WrapperNamedByItsContentWhicheverKbvBuildRuns) {
   const ScopedEnvironment cxx("CXX", std::nullopt);
   const ScopedEnvironment pch("KBV_PCH", std::nullopt);
-  const fs::path root = fs::temp_directory_path() / ("kbv_extension_cache_test_" + std::to_string(getpid()));
+  const fs::path root = scratch();
   const fs::path cache = root / "cache";
   const std::string candidate = write_candidate("w.py", "class ModelNew: pass\n").string();
   const auto one = build_environment(fake_kbv(root / "checkout1", "#!/bin/sh\nexec c++ \"$@\"\n"), cache, candidate);
