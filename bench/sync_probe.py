@@ -5,16 +5,21 @@ Usage (on the GPU machine): python3 bench/sync_probe.py [PROCESSES]
 
 kbv's verified timer spins until the current stream's end event has happened, then synchronizes the
 whole device and counts whatever that wait outlasts an idle device's (measured once, after an L2
-flush). After a real call that wait is longer by one or two levels that hold through a process
-(0.7-5.6 us after a 0.34 ms matmul at ea9eab8, 3-28 us after a 16 ms kernel), though nothing runs
-on another stream. This times, in fresh processes (alternately pinned to the two halves of the
-CPUs), the wait after calls on the current stream only, interleaved sample by sample: the L2 flush
-kbv calibrates with, spin kernels of 0.03, 0.34, 3 and 16 ms, and the 0.34 ms TF32 matmul; and the
-wait of a second synchronize right after the first. If the wait after a spin kernel tracks the
-wait after a matmul of the same length, an idle wait calibrated on a spin as long as the call
-takes the excess off without hiding another stream's work. (On the H200, 2026-12-02, it tracked
-here; inside kbv's workers such an idle wait did not take a real call's excess off and hid part of
-a side-stream kernel: docs/performance.md, "An idle wait as long as the call".)
+flush, when the timer starts). After a real call that wait is longer by a level that holds through
+a process (0.7-5.6 us after a 0.34 ms matmul at ea9eab8, 3-28 us after a 16 ms kernel), though
+nothing runs on another stream, and it is larger in the candidate's worker than in the
+reference's. This times, in fresh processes (alternately pinned to the two halves of the CPUs),
+the wait after calls on the current stream only, interleaved sample by sample: the L2 flush kbv
+calibrates with, spin kernels of 0.03, 0.34, 3 and 16 ms, and the 0.34 ms TF32 matmul; and the
+wait of a second synchronize right after the first. Each process runs under one of three
+conditions, in turn: no copy to the host, one small device-to-host copy before its samples, or
+one after every sample (the candidate's worker copies each timed call's sketch, a few values of
+its outputs, to the host after the call; the reference's worker copies nothing between its
+baseline's samples). If the waits rise with the copies, the copies bring the excess.
+
+Run 2026-12-02 without the copy conditions: the wait after a spin kernel tracked the wait after a
+matmul as long, and a length-matched idle wait inside kbv's workers took none of a real call's
+excess off (docs/performance.md, "An idle wait as long as the call").
 """
 import os
 import statistics
@@ -22,8 +27,12 @@ import subprocess
 import sys
 import time
 
+CONDITIONS = ("no copy", "one copy", "copy each")
+
 if sys.argv[1:2] == ["--child"]:
     import torch
+
+    condition = sys.argv[2]
 
     torch.backends.cuda.matmul.allow_tf32 = True
     PEAK_HZ = 1.98e9  # the H200's peak SM clock
@@ -39,6 +48,14 @@ if sys.argv[1:2] == ["--child"]:
              "spin 3": spin(3e-3), "spin 16": spin(16e-3), "matmul": lambda: torch.mm(a, b)}
     waits = {name: [] for name in calls}
     second, stream_ms = [], {name: [] for name in calls}
+    positions = torch.randint(a.numel(), (64,), device="cuda")
+
+    def copy_to_host():
+        """A sketch as the candidate's worker takes it: a few output values, to the host."""
+        return a.view(-1).index_select(0, positions).cpu()
+
+    if condition == "one copy":
+        copy_to_host()
     for i in range(60 + 200):
         for name, call in calls.items():
             if name == "spin 16" and i % 10:
@@ -59,18 +76,20 @@ if sys.argv[1:2] == ["--child"]:
                 waits[name].append(waited)
                 second.append(time.perf_counter() - again)
                 stream_ms[name].append(start.elapsed_time(end))
+            if condition == "copy each":
+                copy_to_host()
     line = [f"{statistics.median(waits[n]) * 1e6:6.2f} ({statistics.median(stream_ms[n]):.3f})" for n in calls]
     print(" ".join(line) + f"  second {statistics.median(second) * 1e6:5.2f}")
     sys.exit(0)
 
-processes = int(sys.argv[1]) if len(sys.argv) > 1 else 8
+processes = int(sys.argv[1]) if len(sys.argv) > 1 else 12
 allowed = sorted(os.sched_getaffinity(0))
 halves = [allowed[: len(allowed) // 2], allowed[len(allowed) // 2:]]
-print("median wait after each call, us (its current-stream ms), one process per line; CPUs pinned per line")
+print("median wait after each call, us (its current-stream ms), one process per line, its CPUs and condition")
 print("flush, spin 0.03, spin 0.34, spin 3, spin 16, matmul 0.34; then a second synchronize's wait")
 for p in range(processes):
-    cpus = halves[p % 2]
-    out = subprocess.run([sys.executable, __file__, "--child"], capture_output=True, text=True,
+    cpus, condition = halves[p % 2], CONDITIONS[p % len(CONDITIONS)]
+    out = subprocess.run([sys.executable, __file__, "--child", condition], capture_output=True, text=True,
                          preexec_fn=lambda cpus=cpus: os.sched_setaffinity(0, cpus))
     label = f"{cpus[0]}-{cpus[-1]}"
-    print(f"CPUs {label:6} " + (out.stdout.strip() or out.stderr.strip()[-300:]), flush=True)
+    print(f"CPUs {label:6} {condition:9} " + (out.stdout.strip() or out.stderr.strip()[-300:]), flush=True)
