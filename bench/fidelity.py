@@ -93,7 +93,7 @@ def fidelity(args, label, problem, candidate):
     for name in ("verified", "kernelbench"):
         # Each evaluation's worker holds its own level of device-wide excess (docs/performance.md):
         # the median of a few evaluations, and their range.
-        times, streams = [], []
+        times, streams, samples = [], [], []
         for i in range(args.evaluations):
             record, _ = kbv_eval(args.kbv, problem, candidate, name, os.path.join(out, f"{label}.{name}.{i}.json"))
             row[f"{name}_verdict"] = record["verdict"] if record else None
@@ -101,11 +101,12 @@ def fidelity(args, label, problem, candidate):
             if timing:
                 times.append(timing["seconds"] * 1e3)
                 streams.append(statistics.median(timing["stream_samples_seconds"]) * 1e3)
-                row[f"{name}_samples"] = len(timing["samples_seconds"])
+                samples.append(len(timing["samples_seconds"]))
         if times:
             row[f"{name}_ms_each"] = times
             row[f"{name}_ms"] = statistics.median(times)
             row[f"{name}_stream_ms"] = statistics.median(streams)
+            row[f"{name}_samples_each"] = samples
     begun = time.monotonic()
     for pattern in ("verified", "kernelbench"):
         csv_path = os.path.join(out, f"{label}.{pattern}.ncu.csv")
