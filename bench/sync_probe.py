@@ -12,10 +12,10 @@ reference's. This times, in fresh processes (alternately pinned to the two halve
 the wait after calls on the current stream only, interleaved sample by sample: the L2 flush kbv
 calibrates with, spin kernels of 0.03, 0.34, 3 and 16 ms, and the 0.34 ms TF32 matmul; and the
 wait of a second synchronize right after the first. Each process runs under one of three
-conditions, in turn: no copy to the host, one small device-to-host copy before its samples, or
-one after every sample (the candidate's worker copies each timed call's sketch, a few values of
-its outputs, to the host after the call; the reference's worker copies nothing between its
-baseline's samples). If the waits rise with the copies, the copies bring the excess.
+conditions, in turn: no copy, one sketch before its samples, or one after every sample (the
+candidate's worker sketches each timed call's outputs after the call: 4096 positions drawn on the
+host and copied to the device, the values there copied back; the reference's worker copies
+nothing between its baseline's samples). If the waits rise with the copies, the copies bring the excess.
 
 Run 2026-12-02 without the copy conditions: the wait after a spin kernel tracked the wait after a
 matmul as long, and a length-matched idle wait inside kbv's workers took none of a real call's
@@ -48,11 +48,11 @@ if sys.argv[1:2] == ["--child"]:
              "spin 3": spin(3e-3), "spin 16": spin(16e-3), "matmul": lambda: torch.mm(a, b)}
     waits = {name: [] for name in calls}
     second, stream_ms = [], {name: [] for name in calls}
-    positions = torch.randint(a.numel(), (64,), device="cuda")
-
     def copy_to_host():
-        """A sketch as the candidate's worker takes it: a few output values, to the host."""
-        return a.view(-1).index_select(0, positions).cpu()
+        """A sketch as the candidate's worker takes it (check/sketch.cpp): positions drawn on the
+        host, copied to the device, the values there gathered and copied back."""
+        positions = torch.randint(a.numel(), (4096,), dtype=torch.long)
+        return a.view(-1).index_select(0, positions.to("cuda")).cpu().double()
 
     if condition == "one copy":
         copy_to_host()
