@@ -34,23 +34,7 @@ import sys
 import tempfile
 import time
 
-CPUS_VARIABLE = "KBV_PROBE_CPUS"  # a --processes child's CPUs, pinned before CUDA starts a thread
-if os.environ.get(CPUS_VARIABLE):
-    os.sched_setaffinity(0, {int(c) for c in os.environ[CPUS_VARIABLE].split(",")})
-
-
-def cpu_groups():
-    """The NUMA nodes' CPUs (those this process may use), else the two halves of them."""
-    allowed = sorted(os.sched_getaffinity(0))
-    nodes = []
-    for path in sorted(glob.glob("/sys/devices/system/node/node*/cpulist")):
-        cpus = set()
-        for part in open(path).read().strip().split(","):
-            low, _, high = part.partition("-")
-            cpus.update(range(int(low), int(high or low) + 1))
-        if cpus & set(allowed):
-            nodes.append(sorted(cpus & set(allowed)))
-    return nodes if len(nodes) > 1 else [allowed[: len(allowed) // 2], allowed[len(allowed) // 2:]]
+from cpu_groups import cpu_groups, label, pinned_to
 
 
 def processes(per_group=4):
@@ -59,18 +43,17 @@ def processes(per_group=4):
     local = glob.glob(f"/sys/bus/pci/devices/{bus[4:]}/local_cpulist")
     print(f"GPU {bus}, its local CPUs: {open(local[0]).read().strip() if local else 'unknown'}", flush=True)
     for group in cpu_groups():
-        label = f"{group[0]}-{group[-1]}" if group == list(range(group[0], group[-1] + 1)) else ",".join(map(str, group))
         for _ in range(per_group):
-            env = dict(os.environ, **{CPUS_VARIABLE: ",".join(map(str, group))})
-            out = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True)
-            print(f"CPUs {label}: " + (out.stdout.strip().splitlines() or [out.stderr.strip()[-300:]])[-1], flush=True)
+            out = subprocess.run([sys.executable, __file__, "--child"], capture_output=True, text=True,
+                                 preexec_fn=pinned_to(group))
+            print(f"CPUs {label(group)}: " + (out.stdout.strip().splitlines() or [out.stderr.strip()[-300:]])[-1], flush=True)
 
 
 if sys.argv[1:2] == ["--processes"]:
     processes()
     sys.exit(0)
 
-import torch  # noqa: E402 (after the pinning above, and not in --processes' own process)
+import torch  # noqa: E402 (not in --processes' own process)
 
 torch.backends.cuda.matmul.allow_tf32 = True
 N = 4096

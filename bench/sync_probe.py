@@ -8,7 +8,7 @@ whole device and counts whatever that wait outlasts an idle device's (measured o
 flush, when the timer starts). After a real call that wait is longer by a level that holds through
 a process (0.7-5.6 us after a 0.34 ms matmul at ea9eab8, 3-28 us after a 16 ms kernel), though
 nothing runs on another stream, and it is larger in the candidate's worker than in the
-reference's. This times, in fresh processes (alternately pinned to the two halves of the CPUs),
+reference's. This times, in fresh processes (pinned to each group of CPUs in turn: the NUMA nodes, else the two halves),
 the wait after calls on the current stream only, interleaved sample by sample: the L2 flush kbv
 calibrates with, spin kernels of 0.03, 0.34, 3 and 16 ms, and the 0.34 ms TF32 matmul; and the
 wait of a second synchronize right after the first. Each process runs under one of three
@@ -21,11 +21,12 @@ Run 2026-12-02 without the copy conditions: the wait after a spin kernel tracked
 matmul as long, and a length-matched idle wait inside kbv's workers took none of a real call's
 excess off (docs/performance.md, "An idle wait as long as the call").
 """
-import os
 import statistics
 import subprocess
 import sys
 import time
+
+from cpu_groups import cpu_groups, label, pinned_to
 
 CONDITIONS = ("no copy", "one copy", "copy each")
 
@@ -83,13 +84,11 @@ if sys.argv[1:2] == ["--child"]:
     sys.exit(0)
 
 processes = int(sys.argv[1]) if len(sys.argv) > 1 else 12
-allowed = sorted(os.sched_getaffinity(0))
-halves = [allowed[: len(allowed) // 2], allowed[len(allowed) // 2:]]
+groups = cpu_groups()
 print("median wait after each call, us (its current-stream ms), one process per line, its CPUs and condition")
 print("flush, spin 0.03, spin 0.34, spin 3, spin 16, matmul 0.34; then a second synchronize's wait")
 for p in range(processes):
-    cpus, condition = halves[p % 2], CONDITIONS[p % len(CONDITIONS)]
+    group, condition = groups[p % len(groups)], CONDITIONS[p % len(CONDITIONS)]
     out = subprocess.run([sys.executable, __file__, "--child", condition], capture_output=True, text=True,
-                         preexec_fn=lambda cpus=cpus: os.sched_setaffinity(0, cpus))
-    label = f"{cpus[0]}-{cpus[-1]}"
-    print(f"CPUs {label:6} {condition:9} " + (out.stdout.strip() or out.stderr.strip()[-300:]), flush=True)
+                         preexec_fn=pinned_to(group))
+    print(f"CPUs {label(group):6} {condition:9} " + (out.stdout.strip() or out.stderr.strip()[-300:]), flush=True)
