@@ -12,9 +12,9 @@
 # bench/transfer_probe.py (stage `transfer`), bench/startup_probe.py (stage `startup`),
 # bench/cover_probe.py (stage `cover`: the timing noise of a sub-millisecond call, host or GPU, and
 # the device-wide excess per process pinned to each group of CPUs), bench/excess.py over three
-# verified evaluations each of torch's own reduction and a custom one as candidates, then
-# bench/sync_probe.py (stage `roles`: the device-wide excess in the candidate's worker against the
-# reference's, and in plain processes with and without copies to the host between samples) and
+# verified evaluations each of torch's own reduction and a custom one as candidates (stage `roles`:
+# the device-wide excess in the candidate's worker against the reference's), bench/sync_probe.py
+# (stage `sync`: that wait in plain processes, with and without copies to the host between samples) and
 # the kbv side of bench/run.sh against the loop
 # recorded on this machine type in docs/runs/2026-12-01-h200-bench (stage `bench`, ~5 min: the
 # loop's 21 minutes are not spent again; its table names both sides' dates; set KBV_COMMIT, the
@@ -72,9 +72,10 @@ for stage in $stages; do
             --json "$out/roles/$(basename "$candidate" .py)-$i.json" >/dev/null || status=1
         done
       done
-      python3 bench/excess.py "$out"/roles/*.json | tee "$out/roles.txt"
-      # And in plain processes, with and without a copy to the host between samples.
-      python3 bench/sync_probe.py | tee -a "$out/roles.txt" || status=1 ;;
+      python3 bench/excess.py "$out"/roles/*.json | tee "$out/roles.txt" ;;
+    sync)
+      # The same wait in plain processes, with and without a copy to the host between samples.
+      python3 bench/sync_probe.py | tee "$out/sync.txt" || status=1 ;;
     audit)
       "$KBV" audit --problems examples/problems --device cuda --json "$out/audit-examples.json" | tee "$out/audit.txt" || status=1
       "$KBV" audit --problems tests/audit/problems --device cuda --json "$out/audit-corpus.json" | tee -a "$out/audit.txt" || status=1 ;;
