@@ -54,7 +54,7 @@ void warm_kernels(const c10::Device& device, const nlohmann::json& protocol) {
     (void)hacks::nan_introduced(before, {x});
   }
   const nlohmann::json& t = protocol.at("timing");
-  if (t.at("check_timed_outputs").get<bool>()) (void)check::sketch({x}, seed, t.at("sketch_points").get<int>());
+  if (t.at("check_timed_outputs").get<bool>()) (void)check::sketch({x}, seed, t.at("sketch_points").get<int>(), device);
   (void)x.cpu();  // an output's copy out
   measure::synchronize(device);
 }

@@ -62,6 +62,7 @@ class Session {
   // What times the calls (measure::Timer::describe).
   nlohmann::json clock() const;
   const std::vector<at::Tensor>& last_outputs(size_t set) const;
+  const c10::Device& device() const { return device_; }
 
   // Peak allocator bytes above the pre-call level for one call on pool set 0, and the driver's
   // used-memory growth over it (GPU).

@@ -137,7 +137,8 @@ void handle_sketches(Session& session, Channel& channel, const json& command) {
     json rms = json::array();
     for (const at::Tensor& t : forward.outputs) rms.push_back(check::finite_rms(t));
     json result = {{"rms", std::move(rms)}};
-    attach(tensors, result["outputs"], check::sketch(forward.outputs, call.at("sketch_seed").get<std::uint64_t>(), points));
+    attach(tensors, result["outputs"],
+           check::sketch(forward.outputs, call.at("sketch_seed").get<std::uint64_t>(), points, session.device()));
     header["results"].push_back(std::move(result));
   }
   reply(channel, header, tensors);
@@ -146,13 +147,15 @@ void handle_sketches(Session& session, Channel& channel, const json& command) {
 // `timed_calls`: a batch of timed calls back to back, so that what the GPU does between two of
 // them (and so its clocks) does not depend on the pipe's round trip. A call may first refill the
 // input pool (`fill`: new content in the same buffers). With `points` > 0 each call's outputs are
-// sampled at positions drawn here after the call returned: no seed exists while it computes.
+// sampled at positions drawn here after the call returned: no seed exists while it computes. The
+// samples stay on the device until the batch's last call: no copy to or from the host runs
+// between two timed calls (the reference's worker copies nothing between its baseline's).
 void handle_timed_calls(Session& session, Channel& channel, const json& command) {
   const std::string mode = command.at("mode");
   const int points = command.at("points");
   static std::random_device entropy;
   json header = {{"status", "ok"}, {"results", json::array()}};
-  std::vector<EncodedTensor> tensors;
+  std::vector<std::vector<at::Tensor>> gathered;  // per call, on the device
   for (const json& call : command.at("calls")) {
     if (call.contains("fill")) session.fill_pool(call["fill"].get<std::vector<std::uint64_t>>());
     const size_t set = call.at("set");
@@ -161,10 +164,12 @@ void handle_timed_calls(Session& session, Channel& channel, const json& command)
     if (points > 0) {
       const std::uint64_t seed = ((std::uint64_t{entropy()} << 32) | entropy()) >> 1;
       result["sketch_seed"] = seed;
-      attach(tensors, result["outputs"], check::sketch(session.last_outputs(set), seed, points));
+      gathered.push_back(check::gather_sketch(session.last_outputs(set), seed, points, session.device()));
     }
     header["results"].push_back(std::move(result));
   }
+  std::vector<EncodedTensor> tensors;
+  for (size_t i = 0; i < gathered.size(); ++i) attach(tensors, header["results"][i]["outputs"], check::to_host(gathered[i]));
   reply(channel, header, tensors);
 }
 
