@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <optional>
 #include <sstream>
@@ -180,6 +181,8 @@ void evaluate_candidate(WorkerClient& worker, const EvalRequest& request, const 
 // call cost more than the call (~1.5 ms each on the H200), and a request's timeout still bounds a
 // few of the reference's calls, not hundreds.
 constexpr size_t kSketchesPerRequest = 32;
+// A progress line at most this often while they are checked.
+constexpr std::chrono::seconds kCheckProgressEvery{10};
 
 // Every timed output of the candidate against the reference for the same inputs, at the
 // sketch's positions, under the standard family's tolerance.
@@ -190,7 +193,17 @@ void check_timed_outputs(ReferenceSide& reference, const EvalRequest& request, c
     if (r.draw.family == protocol::Family::standard && r.skip_reason.empty()) tolerance = std::max(tolerance, r.tolerance);
   }
   request.progress("reference: checking " + std::to_string(sketches.size()) + " timed outputs");
+  const auto began = std::chrono::steady_clock::now();
+  auto reported = began;
   for (size_t first = 0; first < sketches.size(); first += kSketchesPerRequest) {
+    if (first > 0 && std::chrono::steady_clock::now() - reported > kCheckProgressEvery) {
+      // Each needs the reference's call for its inputs: minutes on a CPU for a large problem.
+      reported = std::chrono::steady_clock::now();
+      const double per_output = Seconds(reported - began).count() / static_cast<double>(first);
+      request.progress("reference: checked " + std::to_string(first) + " of " + std::to_string(sketches.size()) +
+                       " timed outputs, about " + std::to_string(std::lround(per_output * static_cast<double>(sketches.size() - first))) +
+                       " s left");
+    }
     const size_t end = std::min(sketches.size(), first + kSketchesPerRequest);
     json calls = json::array();
     for (size_t call = first; call < end; ++call) {
