@@ -93,15 +93,16 @@ def fidelity(args, label, problem, candidate):
     for name in ("verified", "kernelbench"):
         # Each evaluation's worker holds its own level of device-wide excess (docs/performance.md):
         # the median of a few evaluations, and their range.
-        times, streams, samples = [], [], []
+        times, streams, samples, verdicts = [], [], [], []
         for i in range(args.evaluations):
             record, _ = kbv_eval(args.kbv, problem, candidate, name, os.path.join(out, f"{label}.{name}.{i}.json"))
-            row[f"{name}_verdict"] = record["verdict"] if record else None
+            verdicts.append(record["verdict"] if record else None)
             timing = (record or {}).get("timing", {}).get("candidate")
             if timing:
                 times.append(timing["seconds"] * 1e3)
                 streams.append(statistics.median(timing["stream_samples_seconds"]) * 1e3)
                 samples.append(len(timing["samples_seconds"]))
+        row[f"{name}_verdicts"] = verdicts
         if times:
             row[f"{name}_ms_each"] = times
             row[f"{name}_ms"] = statistics.median(times)
