@@ -12,14 +12,17 @@ reference's. This times, in fresh processes (pinned to each group of CPUs in tur
 the wait after calls on the current stream only, interleaved sample by sample: the L2 flush kbv
 calibrates with, spin kernels of 0.03, 0.34, 3 and 16 ms, and the 0.34 ms TF32 matmul; and the
 wait of a second synchronize right after the first. Each process runs under one of three
-conditions, in turn: no copy, one sketch before its samples, or one after every sample (the
-candidate's worker sketches each timed call's outputs after the call: 4096 positions drawn on the
-host and copied to the device, the values there copied back; the reference's worker copies
-nothing between its baseline's samples). If the waits rise with the copies, the copies bring the excess.
+conditions, in turn: no copy, one sketch before its samples, or one after every sample (until
+93eb5f1 the candidate's worker sketched each timed call's outputs after the call: 4096 positions
+drawn on the host and copied to the device, the values there copied back; the reference's worker
+copies nothing between its baseline's samples). If the waits rise with the copies, the copies
+bring the excess.
 
 Run 2026-12-02 without the copy conditions: the wait after a spin kernel tracked the wait after a
 matmul as long, and a length-matched idle wait inside kbv's workers took none of a real call's
-excess off (docs/performance.md, "An idle wait as long as the call").
+excess off (docs/performance.md, "An idle wait as long as the call"). With them (at e7e7983) each
+process's own level outweighed the conditions; kbv's records settled it instead ("Sketches
+gathered on the device").
 """
 import statistics
 import subprocess
@@ -50,8 +53,8 @@ if sys.argv[1:2] == ["--child"]:
     waits = {name: [] for name in calls}
     second, stream_ms = [], {name: [] for name in calls}
     def copy_to_host():
-        """A sketch as the candidate's worker takes it (check/sketch.cpp): positions drawn on the
-        host, copied to the device, the values there gathered and copied back."""
+        """A sketch as the candidate's worker took it until 93eb5f1: positions drawn on the host,
+        copied to the device, the values there gathered and copied back."""
         positions = torch.randint(a.numel(), (4096,), dtype=torch.long)
         return a.view(-1).index_select(0, positions.to("cuda")).cpu().double()
 
