@@ -58,6 +58,27 @@ check(all(c["status"] == "pass" for c in side["correctness"]) and
 check(side["verdict"] == "hack" and any(f["id"] == "side_stream" for f in side["findings"]),
       "side-stream candidate named side_stream")
 
+# 2b. The device-wide end on the GPU's clock: a context event recorded while the call still ran
+#     (PROTOCOL.md, "Device-wide end"), in nearly every sample of both sides; where it was, the
+#     median excess over the current stream beside the host wait's.
+def end_on_device(measured):
+    if measured["clock"].get("device_end") != "context event":
+        return 0.0, float("nan"), float("nan")
+    stream = measured["stream_samples_seconds"]
+    excess = statistics.median(a - b for a, b in zip(measured["samples_seconds"], stream)) * 1e6
+    waited = statistics.median(a - b for a, b in zip(measured["host_wait_samples_seconds"], stream)) * 1e6
+    return measured["end_on_device_samples"] / len(stream), excess, waited
+
+
+ends = {f"{name} {side}": end_on_device(r["timing"][side])
+        for name, r in (("7_LargeMatmul", verified), ("1_ReLU", honest), ("1_ReLU side stream", side))
+        for side in ("baseline", "candidate")}
+for label, (share, excess, waited) in ends.items():
+    print(f"device-wide end, {label}: context event in {share:.0%} of samples, excess over the stream "
+          f"{excess:.2f} us (the host wait's {waited:.2f} us)")
+check(all(share >= 0.9 for label, (share, _, _) in ends.items() if "side" not in label),
+      "device-wide end taken by the context event in >= 90% of the honest rows' samples")
+
 # 3. Spread of the speedup over 5 evaluations of one candidate.
 candidate = "candidates/7_LargeMatmul/cuda_honest.py"
 speedups, baselines, candidates = [], [], []
@@ -99,6 +120,9 @@ print(f"| baseline 4096^3 fp32 matmul, verified (TF32) | {tf32_ms:.3f} ms |")
 print(f"| baseline 4096^3 fp32 matmul, kernelbench (no TF32) | {fp32_ms:.3f} ms |")
 print(f"| side-stream ReLU: device-wide / stream-only / honest (device-wide, stream) | "
       f"{side_all:.4f} / {side_stream:.4f} / {honest_all:.4f}, {honest_stream:.4f} ms |")
+for label, (share, excess, waited) in ends.items():
+    print(f"| device-wide end, {label}: context event share / its excess / the host wait's | "
+          f"{share:.0%} / {excess:.2f} / {waited:.2f} us |")
 print(f"| outputs across two region registrations (3 MiB + 4 KiB) | {odd_verdict} |")
 print(f"| speedup over 5 evaluations (7_LargeMatmul honest) | {min(speedups):.4f}..{max(speedups):.4f}, spread {spread:.2%} |")
 print(f"| their baseline / candidate spreads | {spread_of(baselines):.2%} / {spread_of(candidates):.2%} |")

@@ -73,6 +73,10 @@ TimingRun run_timing(WorkerClient& worker, const std::string& mode, const protoc
       criterion->add_measurement(result.at("seconds").get<double>());
       run.result.stream_samples.push_back(result.at("stream_seconds").get<double>());
       run.result.launch_samples.push_back(result.at("launch_seconds").get<double>());
+      if (result.contains("host_wait_seconds")) {
+        run.result.host_wait_samples.push_back(result["host_wait_seconds"].get<double>());
+        run.result.end_on_device_samples += result.at("end_on_device").get<bool>();
+      }
       if (!sketch) continue;
       std::vector<at::Tensor> values;
       for (size_t k = 0; k < result.at("outputs").size(); ++k) values.push_back(timed.tensors.at(next++));

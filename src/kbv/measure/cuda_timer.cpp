@@ -1,6 +1,9 @@
 // CUDA events on the current stream around the call. Where the protocol asks for work on any
-// stream to count (PROTOCOL.md, "Timing"), the host then waits for the whole device: the figure is
-// the current stream's plus however long that wait outlasted an idle device's.
+// stream to count (PROTOCOL.md, "Timing"), the end is an event of the whole context, recorded
+// while the current stream still runs the call: it happens when the last of the context's work
+// has, on the GPU's clock. A sample whose current stream had already ended by then, or a driver
+// without context events, takes the host's wait for the whole device instead: the current
+// stream's figure plus however long that wait outlasted an idle device's.
 #include <algorithm>
 #include <chrono>
 #include <vector>
@@ -10,12 +13,29 @@
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/Sleep.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <cuda.h>
 #include <nvtx3/nvToolsExt.h>
 
 #include "kbv/measure/timer.h"
 
 namespace kbv::measure {
 namespace {
+
+// cuCtxRecordEvent (driver 12.5): captures all the work of a context, every stream, at the call.
+using ContextRecordEvent = CUresult (*)(CUcontext, CUevent);
+using ContextGetCurrent = CUresult (*)(CUcontext*);
+
+template <typename Function>
+Function driver_function(const char* name, int version) {
+  void* function = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion(name, &function, version, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return reinterpret_cast<Function>(function);
+}
 
 class CudaEventTimer final : public Timer {
  public:
@@ -28,7 +48,14 @@ class CudaEventTimer final : public Timer {
     // Twice the L2, as reported by the device: writing it evicts whatever the last call left.
     if (bytes <= 0) bytes = 2 * static_cast<std::int64_t>(at::cuda::getDeviceProperties(device.index())->l2CacheSize);
     flush_ = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(device));
-    if (device_sync_) idle_sync_seconds_ = measure_idle_sync();
+    if (device_sync_) {
+      idle_sync_seconds_ = measure_idle_sync();
+      end_on_device_ = context_events_work();
+    }
+  }
+
+  ~CudaEventTimer() override {
+    if (context_end_) (void)cudaEventDestroy(context_end_);
   }
 
   void flush_cache() override { flush_.zero_(); }
@@ -45,21 +72,56 @@ class CudaEventTimer final : public Timer {
     stream_end_.record(stream);
     if (!device_sync_) {
       stream_end_.synchronize();
-      const double seconds = start_.elapsed_time(stream_end_) / 1e3;
-      return {seconds, seconds, launch_seconds};
+      TimedCall timed;
+      timed.seconds = timed.stream_seconds = start_.elapsed_time(stream_end_) / 1e3;
+      timed.launch_seconds = launch_seconds;
+      return timed;
     }
-    // Nothing of the host's round trip is in the GPU's figure: only a wait for other streams.
+    // Recorded while the current stream still runs (queried after: it had not ended), the
+    // context's event happens when the call's work on every stream has; recorded later, it would
+    // also hold the host's delay.
+    const bool on_device =
+        end_on_device_ && record_context_event_(context_, context_end_) == CUDA_SUCCESS && !stream_end_.query();
+    // Nothing of the host's round trip is in the host wait's figure: only a wait for other streams.
     const double waited = device_wait_after_stream_end();
     const double stream_seconds = start_.elapsed_time(stream_end_) / 1e3;
-    return {stream_seconds + std::max(0.0, waited - idle_sync_seconds_), stream_seconds, launch_seconds};
+    const double host_wait_seconds = stream_seconds + std::max(0.0, waited - idle_sync_seconds_);
+    return {.seconds = on_device ? elapsed_seconds(start_.event(), context_end_) : host_wait_seconds,
+            .stream_seconds = stream_seconds,
+            .launch_seconds = launch_seconds,
+            .host_wait_seconds = host_wait_seconds,
+            .end_on_device = on_device};
   }
 
   nlohmann::json describe() const override {
     return {{"clock", "cuda events, current stream"}, {"device_sync", device_sync_}, {"l2_flush_bytes", flush_.numel()},
-            {"idle_sync_seconds", idle_sync_seconds_}, {"launch_cover_cycles", cover_cycles_}};
+            {"idle_sync_seconds", idle_sync_seconds_}, {"launch_cover_cycles", cover_cycles_},
+            {"device_end", !device_sync_ ? "none" : end_on_device_ ? "context event" : "host wait"}};
   }
 
  private:
+  static double elapsed_seconds(cudaEvent_t from, cudaEvent_t to) {
+    float ms = 0;
+    C10_CUDA_CHECK(cudaEventElapsedTime(&ms, from, to));
+    return ms / 1e3;
+  }
+
+  // Whether this driver records context events that carry a time: one trial after a flush.
+  bool context_events_work() {
+    record_context_event_ = driver_function<ContextRecordEvent>("cuCtxRecordEvent", 12050);
+    const auto get_current = driver_function<ContextGetCurrent>("cuCtxGetCurrent", 4000);
+    if (!record_context_event_ || !get_current || get_current(&context_) != CUDA_SUCCESS || !context_) return false;
+    C10_CUDA_CHECK(cudaEventCreateWithFlags(&context_end_, cudaEventDefault));
+    start_.record(at::cuda::getCurrentCUDAStream());
+    flush_.zero_();
+    if (record_context_event_(context_, context_end_) != CUDA_SUCCESS) return false;
+    float ms = -1;
+    const bool timed = cudaEventSynchronize(context_end_) == cudaSuccess &&
+                       cudaEventElapsedTime(&ms, start_.event(), context_end_) == cudaSuccess;
+    (void)cudaGetLastError();
+    return timed && ms >= 0;
+  }
+
   // The host's seconds in a device-wide synchronize with nothing left to wait for (a few
   // microseconds of driver calls), taken off each sample's wait. Work on another stream that ends
   // within that time after the host noticed the current stream's end is not counted (the trace
@@ -89,6 +151,10 @@ class CudaEventTimer final : public Timer {
   }
 
   bool device_sync_;
+  bool end_on_device_ = false;  // context events work here
+  ContextRecordEvent record_context_event_ = nullptr;
+  CUcontext context_ = nullptr;
+  cudaEvent_t context_end_ = nullptr;
   double idle_sync_seconds_ = 0;
   std::int64_t cover_cycles_ = 0;
   at::Tensor flush_;

@@ -14,7 +14,9 @@ class HostTimer final : public Timer {
     const auto start = std::chrono::steady_clock::now();
     call();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return {seconds, seconds, seconds};
+    TimedCall timed;
+    timed.seconds = timed.stream_seconds = timed.launch_seconds = seconds;
+    return timed;
   }
   nlohmann::json describe() const override { return {{"clock", "host steady_clock"}}; }
 };

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <c10/core/Device.h>
@@ -18,6 +19,11 @@ struct TimedCall {
   // Host seconds from the start to the call's return: on the GPU, where it outlasts the launch
   // cover, the GPU idled inside the timed region waiting for the host.
   double launch_seconds = 0;
+  // Where the device-wide end was taken (GPU, when the protocol syncs the device): the figure the
+  // host's wait gives (current stream plus the wait beyond an idle device's), and whether
+  // `seconds` is the context-wide event's instead (PROTOCOL.md, "Device-wide end").
+  std::optional<double> host_wait_seconds;
+  bool end_on_device = false;
 };
 
 class Timer {

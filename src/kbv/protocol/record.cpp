@@ -12,10 +12,15 @@ using nlohmann::json;
 json number(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
 
 json to_json(const TimingResult& t) {
-  return {{"seconds", t.seconds},     {"ci", {t.ci_low, t.ci_high}}, {"samples", t.samples.size()},
-          {"samples_seconds", t.samples}, {"stream_samples_seconds", t.stream_samples},
-          {"launch_samples_seconds", t.launch_samples},
-          {"criterion", t.criterion}, {"flags", t.flags}, {"clock", t.clock}};
+  json out = {{"seconds", t.seconds},     {"ci", {t.ci_low, t.ci_high}}, {"samples", t.samples.size()},
+              {"samples_seconds", t.samples}, {"stream_samples_seconds", t.stream_samples},
+              {"launch_samples_seconds", t.launch_samples},
+              {"criterion", t.criterion}, {"flags", t.flags}, {"clock", t.clock}};
+  if (!t.host_wait_samples.empty()) {
+    out["host_wait_samples_seconds"] = t.host_wait_samples;
+    out["end_on_device_samples"] = t.end_on_device_samples;
+  }
+  return out;
 }
 
 }  // namespace

@@ -46,6 +46,10 @@ struct TimingResult {
   std::vector<double> samples;         // seconds
   std::vector<double> stream_samples;  // seconds, current stream only
   std::vector<double> launch_samples;  // the host's seconds from the start event to the call's return
+  // GPU, device-wide end: each sample's figure by the host's wait for the device, and how many
+  // samples took the context event's end instead (PROTOCOL.md, "Device-wide end").
+  std::vector<double> host_wait_samples;
+  int end_on_device_samples = 0;
   double seconds = 0;                  // the protocol's statistic (median or mean)
   double ci_low = 0, ci_high = 0;      // 95% CI of the median
   nlohmann::json criterion;            // stopping rule and whether it converged

@@ -161,6 +161,10 @@ void handle_timed_calls(Session& session, Channel& channel, const json& command)
     const size_t set = call.at("set");
     const measure::TimedCall timed = session.timed_call(set, mode);
     json result = {{"seconds", timed.seconds}, {"stream_seconds", timed.stream_seconds}, {"launch_seconds", timed.launch_seconds}};
+    if (timed.host_wait_seconds) {
+      result["host_wait_seconds"] = *timed.host_wait_seconds;
+      result["end_on_device"] = timed.end_on_device;
+    }
     if (points > 0) {
       const std::uint64_t seed = ((std::uint64_t{entropy()} << 32) | entropy()) >> 1;
       result["sketch_seed"] = seed;
