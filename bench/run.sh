@@ -7,7 +7,9 @@
 # Environment: KBV (default build-gpu/kbv), KBV_PYTHON (the loop's interpreter; default
 # scripts/python-env.sh), KBV_COMMIT (the tree's commit where it has no .git), KBV_BENCH_GPU (0),
 # KBV_BENCH_FILTER (extended regex on candidate paths), KBV_BENCH_VERIFIED=1 (one more kbv pass,
-# verified protocol), KBV_BENCH_STAGES (default "kbv loop table"), KBV_BENCH_BUDGET (seconds after
+# verified protocol), KBV_BENCH_STAGES (default "kbv loop table"; stage loopsample: the loop over
+# every KBV_BENCH_LOOP_SAMPLE-th candidate, default 9, here, against the same candidates in the
+# recorded loop), KBV_BENCH_BUDGET (seconds after
 # which the loop pauses between candidates; the loop stage resumes it), KBV_BENCH_DEVICE=cpu (smoke
 # test on CPU rows), KBV_BENCH_RESULTS (file the entry is appended to; default bench/RESULTS.md,
 # OUT_DIR/RESULTS.md on the CPU).
@@ -109,6 +111,18 @@ loop_pass() {  # the loop over the manifest; resumes one that a budget or a kill
     75) echo "bench: the loop paused; go on with KBV_BENCH_STAGES='loop table' bench/run.sh $out" >&2; exit 0 ;;
     *) echo "bench: the loop failed (exit $status); see $out/loop.txt and $out/loop.log" >&2; exit 1 ;;
   esac
+}
+loop_sample() {  # the loop over every Nth candidate on this machine: its pace against the recorded loop's
+  local step=${KBV_BENCH_LOOP_SAMPLE:-9}
+  awk -F'\t' -v step="$step" 'NR == 1 || (NR - 2) % step == 0' "$manifest" >"$out/loop-sample-manifest.tsv"
+  rm -rf "$out/loop-sample-extensions" "$out"/loop-sample.*
+  echo "bench: the loop over one candidate in $step on this machine (worker log $out/loop-sample.log)" >&2
+  CUDA_VISIBLE_DEVICES=$gpu "$python" "$root/bench/kernelbench_loop.py" --manifest "$out/loop-sample-manifest.tsv" \
+    --device "$device" --build-dir "$out/loop-sample-extensions" --out "$out/loop-sample.jsonl" \
+    --log "$out/loop-sample.log" 2>&1 | sed -u '/^{/d' >&2 || {
+    echo "bench: the sampled loop failed; see $out/loop-sample.log" >&2
+    exit 1
+  }
 }
 
 table() {  # prints the table last, and appends it to $results
@@ -213,8 +227,21 @@ heading = (f"{gpu_name}, driver {driver or facts.get('cuda_driver_api', 'n/a')},
 
 per_hour = lambda n, seconds: n / seconds * 3600
 cell = lambda value, form: "-" if value is None else form.format(value)
-rows = [("evaluations per GPU-hour", per_hour(kbv_n, kbv_wall), per_hour(loop_n, loop_wall), "{:.0f}"),
-        ("wall (s)", kbv_wall, loop_wall, "{:.1f}")]
+rows = [("evaluations per GPU-hour", per_hour(kbv_n, kbv_wall), per_hour(loop_n, loop_wall), "{:.0f}")]
+# The loop over a sample of the candidates on this machine (stage loopsample), against the same
+# candidates in the loop's record: the recorded loop at this machine's pace, where the two differ.
+if os.path.exists(f"{out}/loop-sample.jsonl"):
+    sample = [json.loads(line) for line in open(f"{out}/loop-sample.jsonl")]
+    sampled = {line["candidate"]: line for line in sample if line["event"] == "candidate" and line["candidate"] in loop}
+    if sampled:
+        here = sum(line["wall_seconds"] for line in sampled.values())
+        recorded = sum(loop[c]["wall_seconds"] for c in sampled)
+        pace = here / recorded
+        rows.append(("  loop at this machine's pace", per_hour(kbv_n, kbv_wall), per_hour(loop_n, loop_wall * pace), "{:.0f}"))
+        same = sum(line["verdict"] == loop[c]["verdict"] for c, line in sampled.items())
+        notes.append(f"  the loop here over {len(sampled)} of its {loop_n} candidates: {here:.1f} s against "
+                     f"{recorded:.1f} s recorded (x{pace:.2f}); verdicts as recorded {same}/{len(sampled)}")
+rows.append(("wall (s)", kbv_wall, loop_wall, "{:.1f}"))
 rows += [(f"  {name} (s)", kbv_row[name], loop_row[name], "{:.1f}") for name in kbv_row]
 table = [f"{'':28s}{'kbv':>10s}{'loop':>10s}{'kbv/loop':>10s}"]
 for label, a, b, form in rows:
@@ -257,6 +284,9 @@ for stage in ${KBV_BENCH_STAGES:-kbv loop table}; do
     loop)  # resumes a paused loop over the same candidates
       assemble
       loop_pass ;;
+    loopsample)  # the loop's pace on this machine, from a sample of the candidates
+      assemble
+      loop_sample ;;
     table) table ;;
     *) echo "bench: unknown stage $stage (kbv, loop, table)" >&2; exit 2 ;;
   esac

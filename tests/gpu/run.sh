@@ -16,8 +16,9 @@
 # the device-wide excess in the candidate's worker against the reference's), bench/sync_probe.py
 # (stage `sync`: that wait in plain processes, with and without copies to the host between samples) and
 # the kbv side of bench/run.sh against the loop
-# recorded on this machine type in docs/runs/2026-12-01-h200-bench (stage `bench`, ~5 min: the
-# loop's 21 minutes are not spent again; its table names both sides' dates; set KBV_COMMIT, the
+# recorded on this machine type in docs/runs/2026-12-01-h200-bench (stage `bench`, ~8 min: the
+# loop's 21 minutes are not spent again, 4 of its 34 candidates are, for this machine's pace
+# against the record's; its table names both sides' dates; set KBV_COMMIT, the
 # machine's copy of the tree has no git history; the entry is OUT_DIR/bench/RESULTS-entry.md).
 # Prints a short table last. Usage: tests/gpu/run.sh [OUT_DIR]   (stages: KBV_GPU_STAGES)
 set -uo pipefail
@@ -61,7 +62,7 @@ for stage in $stages; do
     bench)
       mkdir -p "$out/bench" &&
         cp docs/runs/2026-12-01-h200-bench/{loop.jsonl,manifest.tsv,counts} "$out/bench/" &&
-        KBV_BENCH_STAGES="kbv table" bash bench/run.sh "$out/bench" 2>&1 | tee "$out/bench.txt" || status=1 ;;
+        KBV_BENCH_STAGES="kbv loopsample table" bash bench/run.sh "$out/bench" 2>&1 | tee "$out/bench.txt" || status=1 ;;
     roles)
       # The device-wide wait's excess by worker: torch's reduction as the candidate beside the same
       # reduction as the baseline, and the split-reduce kernel, three verified evaluations each.
