@@ -7,10 +7,10 @@
 # Environment: KBV (default build-gpu/kbv), KBV_PYTHON (the loop's interpreter; default
 # scripts/python-env.sh), KBV_COMMIT (the tree's commit where it has no .git), KBV_BENCH_GPU (0),
 # KBV_BENCH_FILTER (extended regex on candidate paths), KBV_BENCH_VERIFIED=1 (one more kbv pass,
-# verified protocol), KBV_BENCH_STAGES (default "kbv loop table"; stage loopsample: the loop over
-# every KBV_BENCH_LOOP_SAMPLE-th candidate, default 9, here, against the same candidates in the
-# recorded loop), KBV_BENCH_BUDGET (seconds after
-# which the loop pauses between candidates; the loop stage resumes it), KBV_BENCH_DEVICE=cpu (smoke
+# verified protocol), KBV_BENCH_STAGES (default "kbv loop table"; stage loopsample: the loop here
+# over one candidate in KBV_BENCH_LOOP_SAMPLE, default 9, against the same ones in the recorded
+# loop), KBV_BENCH_BUDGET (seconds after which the loop pauses between candidates; the loop stage
+# resumes it), KBV_BENCH_DEVICE=cpu (smoke
 # test on CPU rows), KBV_BENCH_RESULTS (file the entry is appended to; default bench/RESULTS.md,
 # OUT_DIR/RESULTS.md on the CPU).
 set -euo pipefail
@@ -288,6 +288,6 @@ for stage in ${KBV_BENCH_STAGES:-kbv loop table}; do
       assemble
       loop_sample ;;
     table) table ;;
-    *) echo "bench: unknown stage $stage (kbv, loop, table)" >&2; exit 2 ;;
+    *) echo "bench: unknown stage $stage (kbv, loop, loopsample, table)" >&2; exit 2 ;;
   esac
 done
