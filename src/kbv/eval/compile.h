@@ -22,6 +22,10 @@ struct CompileRequest {
   std::vector<std::string> candidates;
   std::string device = "cpu";
   int jobs = 1;
+  // Builds at the lowest CPU priority (SCHED_IDLE, inherited by the compilers they start): on the
+  // GPU, evaluations time calls while builds run, and a timed call's host side must not wait for a
+  // core behind a compiler.
+  bool background = false;
   double timeout_seconds = 1800;
   std::string cache_dir;
   WorkerLaunch launch;

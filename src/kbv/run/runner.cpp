@@ -107,6 +107,7 @@ RunTotals run(const RunRequest& request, store::Store& store) {
   compile.candidates = to_build;
   compile.device = request.device;
   compile.jobs = request.compile_jobs;
+  compile.background = request.device == "cuda";  // on the CPU, builds finish before any timing
   compile.timeout_seconds = request.compile_timeout_seconds;
   compile.cache_dir = request.cache_dir;
   compile.launch = request.launch;
