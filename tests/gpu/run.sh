@@ -16,7 +16,9 @@
 # the device-wide excess in the candidate's worker against the reference's), bench/sync_probe.py
 # (stage `sync`: that wait in plain processes, with and without copies to the host between samples),
 # bench/build_probe.sh on relu_vec4 (stage `buildpath`: one build alone, in a plain process as the
-# loop builds and through kbv compile, ~4 min) and
+# loop builds and through kbv compile, ~4 min), bench/build_priority_probe.py (stage `priority`: a
+# sleeping thread's wake-up beside compilers on every core, at their normal priority and at
+# SCHED_IDLE, as kbv run's builds) and
 # the kbv side of bench/run.sh against the loop
 # recorded on this machine type in docs/runs/2026-12-01-h200-bench (stage `bench`, ~8 min: the
 # loop's 21 minutes are not spent again, 4 of its 34 candidates are, for this machine's pace
@@ -78,6 +80,8 @@ for stage in $stages; do
       python3 bench/excess.py "$out"/roles/*.json | tee "$out/roles.txt" ;;
     buildpath)
       bash bench/build_probe.sh cuda bench/suite/candidates/1_ReLU/relu_vec4.py | tee "$out/buildpath.txt" || status=1 ;;
+    priority)
+      python3 bench/build_priority_probe.py | tee "$out/priority.txt" || status=1 ;;
     sync)
       # The same wait in plain processes, with and without a copy to the host between samples.
       python3 bench/sync_probe.py | tee "$out/sync.txt" || status=1 ;;
