@@ -1,11 +1,14 @@
 // CUDA events on the current stream around the call. Where the protocol asks for work on any
 // stream to count (PROTOCOL.md, "Timing"), the end is an event of the whole context, recorded
 // while the current stream still runs the call: it happens when the last of the context's work
-// has, on the GPU's clock. A sample whose current stream had already ended by then, or a driver
+// has, on the GPU's clock, plus the event's own latency (measured when the timer starts, taken
+// off each sample). A sample whose current stream had already ended by then, or a driver
 // without context events, takes the host's wait for the whole device instead: the current
 // stream's figure plus however long that wait outlasted an idle device's.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -51,6 +54,11 @@ class CudaEventTimer final : public Timer {
     if (device_sync_) {
       idle_sync_seconds_ = measure_idle_sync();
       end_on_device_ = context_events_work();
+      if (end_on_device_) {
+        context_latency_seconds_ = measure_context_latency();
+        end_on_device_ = std::isfinite(context_latency_seconds_);
+        if (!end_on_device_) context_latency_seconds_ = 0;
+      }
     }
   }
 
@@ -86,7 +94,10 @@ class CudaEventTimer final : public Timer {
     const double waited = device_wait_after_stream_end();
     const double stream_seconds = start_.elapsed_time(stream_end_) / 1e3;
     const double host_wait_seconds = stream_seconds + std::max(0.0, waited - idle_sync_seconds_);
-    return {.seconds = on_device ? elapsed_seconds(start_.event(), context_end_) : host_wait_seconds,
+    // Less the event's latency, never below the current stream's own end.
+    const double device_seconds =
+        on_device ? std::max(stream_seconds, elapsed_seconds(start_.event(), context_end_) - context_latency_seconds_) : 0;
+    return {.seconds = on_device ? device_seconds : host_wait_seconds,
             .stream_seconds = stream_seconds,
             .launch_seconds = launch_seconds,
             .host_wait_seconds = host_wait_seconds,
@@ -95,7 +106,8 @@ class CudaEventTimer final : public Timer {
 
   nlohmann::json describe() const override {
     return {{"clock", "cuda events, current stream"}, {"device_sync", device_sync_}, {"l2_flush_bytes", flush_.numel()},
-            {"idle_sync_seconds", idle_sync_seconds_}, {"launch_cover_cycles", cover_cycles_},
+            {"idle_sync_seconds", idle_sync_seconds_}, {"context_latency_seconds", context_latency_seconds_},
+            {"launch_cover_cycles", cover_cycles_},
             {"device_end", !device_sync_ ? "none" : end_on_device_ ? "context event" : "host wait"}};
   }
 
@@ -122,21 +134,46 @@ class CudaEventTimer final : public Timer {
     return timed && ms >= 0;
   }
 
+  // The median of 21 samples, each taken after a flush (tens of microseconds of work on the
+  // current stream) and `stream_end_` recorded behind it.
+  template <typename Sample>
+  double median_after_flushes(Sample sample) {
+    constexpr int kCalls = 21;
+    const auto stream = at::cuda::getCurrentCUDAStream();
+    std::vector<double> values;
+    for (int i = 0; i < kCalls; ++i) {
+      flush_.zero_();
+      stream_end_.record(stream);
+      values.push_back(sample());
+    }
+    std::nth_element(values.begin(), values.begin() + kCalls / 2, values.end());
+    return values[kCalls / 2];
+  }
+
   // The host's seconds in a device-wide synchronize with nothing left to wait for (a few
   // microseconds of driver calls), taken off each sample's wait. Work on another stream that ends
   // within that time after the host noticed the current stream's end is not counted (the trace
   // names side-stream work); any longer wait counts whole, the driver's wake-up included.
   double measure_idle_sync() {
-    constexpr int kCalls = 21;
-    const auto stream = at::cuda::getCurrentCUDAStream();
-    std::vector<double> waits;
-    for (int i = 0; i < kCalls; ++i) {
-      flush_.zero_();
-      stream_end_.record(stream);
-      waits.push_back(device_wait_after_stream_end());
-    }
-    std::nth_element(waits.begin(), waits.begin() + kCalls / 2, waits.end());
-    return waits[kCalls / 2];
+    return median_after_flushes([this] { return device_wait_after_stream_end(); });
+  }
+
+  // How long after the current stream's end a context event recorded while that stream still
+  // ran happens, with nothing on another stream: the event's own latency (~1.5 us on the H200),
+  // taken off each sample's device-wide end. Work on another stream that ends within it is not
+  // counted (the trace names side-stream work). A sample recorded after the stream had ended
+  // holds the host's delay instead, and counts as infinite: where most are, the latency is not
+  // known and the timer takes the host's wait.
+  double measure_context_latency() {
+    return median_after_flushes([this] {
+      constexpr double kUnknown = std::numeric_limits<double>::infinity();
+      if (record_context_event_(context_, context_end_) != CUDA_SUCCESS || stream_end_.query()) {
+        (void)cudaEventSynchronize(context_end_);
+        return kUnknown;
+      }
+      C10_CUDA_CHECK(cudaEventSynchronize(context_end_));
+      return std::max(0.0, elapsed_seconds(stream_end_.event(), context_end_));
+    });
   }
 
   // Spins until `stream_end_` has happened (the host knows within one query, where the driver's
@@ -156,6 +193,7 @@ class CudaEventTimer final : public Timer {
   CUcontext context_ = nullptr;
   cudaEvent_t context_end_ = nullptr;
   double idle_sync_seconds_ = 0;
+  double context_latency_seconds_ = 0;
   std::int64_t cover_cycles_ = 0;
   at::Tensor flush_;
   at::cuda::CUDAEvent start_{cudaEventDefault}, stream_end_{cudaEventDefault};
