@@ -124,9 +124,9 @@ print(f"| baseline 4096^3 fp32 matmul, verified (TF32) | {tf32_ms:.3f} ms |")
 print(f"| baseline 4096^3 fp32 matmul, kernelbench (no TF32) | {fp32_ms:.3f} ms |")
 print(f"| side-stream ReLU: device-wide / stream-only / honest (device-wide, stream) | "
       f"{side_all:.4f} / {side_stream:.4f} / {honest_all:.4f}, {honest_stream:.4f} ms |")
-for label, (share, excess, waited) in ends.items():
-    print(f"| device-wide end, {label}: context event share / its excess / the host wait's | "
-          f"{share:.0%} / {excess:.2f} / {waited:.2f} us |")
+for label, (share, excess, waited, latency) in ends.items():
+    print(f"| device-wide end, {label}: context event share / its latency / excess / the host wait's | "
+          f"{share:.0%} / {latency:.2f} / {excess:.2f} / {waited:.2f} us |")
 print(f"| outputs across two region registrations (3 MiB + 4 KiB) | {odd_verdict} |")
 print(f"| speedup over 5 evaluations (7_LargeMatmul honest) | {min(speedups):.4f}..{max(speedups):.4f}, spread {spread:.2%} |")
 print(f"| their baseline / candidate spreads | {spread_of(baselines):.2%} / {spread_of(candidates):.2%} |")
