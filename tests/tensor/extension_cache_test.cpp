@@ -3,10 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include <ftw.h>
 #include <unistd.h>
-
-#include <cstdio>
 
 #include <filesystem>
 #include <fstream>
@@ -14,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "support/remove_tree.h"
 #include "support/scoped_environment.h"
 
 namespace kbv::eval {
@@ -26,14 +24,10 @@ using kbv::testing::ScopedEnvironment;
 // This process's folder of test files.
 fs::path scratch() { return fs::temp_directory_path() / ("kbv_extension_cache_test_" + std::to_string(getpid())); }
 
-// Removes the scratch folder after the suite, by nftw: std::filesystem::remove_all in a binary
-// linked with libtorch resolves to libtorch's exported copy and crashes.
+// Removes the scratch folder after the suite.
 class ExtensionCache : public ::testing::Test {
  protected:
-  static void TearDownTestSuite() {
-    nftw(scratch().c_str(), [](const char* path, const struct stat*, int, struct FTW*) { return std::remove(path); }, 16,
-         FTW_DEPTH | FTW_PHYS);
-  }
+  static void TearDownTestSuite() { kbv::testing::remove_tree(scratch()); }
 };
 
 fs::path write_candidate(const std::string& name, const std::string& text) {

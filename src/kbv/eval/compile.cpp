@@ -17,7 +17,8 @@ CompileResult compile_one(const CompileRequest& request, const std::string& cand
   add_build_environment(launch, request.cache_dir, candidate, request.device);
   WorkerClient worker("candidate", launch);
   try {
-    worker.request({{"cmd", "compile"}, {"candidate", candidate}, {"device", request.device}, {"background", request.background}},
+    worker.request({{"cmd", "compile"}, {"candidate", candidate}, {"device", request.device},
+                    {"background", request.background}},
                    std::chrono::duration<double>(request.timeout_seconds));
   } catch (const WorkerFailed& failed) {
     result.outcome = failed.kind;
