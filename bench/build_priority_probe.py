@@ -1,14 +1,15 @@
-"""How late a sleeping thread wakes beside busy compilers, at their normal priority and at SCHED_IDLE.
+"""How a thread's host work fares beside busy compilers, at their normal priority and at SCHED_IDLE.
 
 Usage: python3 bench/build_priority_probe.py [COMPILERS] [SECONDS]   (defaults: one per core, 5 s)
 
 `kbv run` on the GPU times calls while candidates build on every core but two per lane. A timed
-call's host side (its launch, the spin on its end) must get a core when it wants one; a compiler
-at the normal priority holds it for up to a scheduler slice (milliseconds), one at SCHED_IDLE
-gives it up at once. Per condition (no compilers, COMPILERS at the normal priority, the same at
-SCHED_IDLE) this sleeps 1 ms over and over for SECONDS and prints the wake-up's lateness past
-the 1 ms, median, p99 and max, in us. The compilers are real: c++ -O2 on a translation unit of
-standard headers, in a loop.
+call's host side (its launch, the spin on its end) must get a core when it wants one and keep it;
+a compiler at the normal priority shares the core by the scheduler's fairness, one at SCHED_IDLE
+runs only where nothing else wants it. Per condition (no compilers, COMPILERS at the normal
+priority, the same at SCHED_IDLE) this sleeps 1 ms over and over for SECONDS and, after each
+wake-up, runs 200 us of pure-Python work (calibrated with no compilers: a launch's worth); it
+prints the wake-up's lateness past the 1 ms and the work's wall time, median, p99 and max, in us.
+The compilers are real: c++ -O2 on a translation unit of standard headers, in a loop.
 """
 import os
 import signal
@@ -29,23 +30,48 @@ source.write("#include <algorithm>\n#include <iostream>\n#include <map>\n#includ
 source.close()
 
 
-def lateness_us():
-    late = []
+def work(iterations):
+    for _ in range(iterations):
+        pass
+
+
+def calibrate(target=200e-6):
+    iterations = 1000
+    while True:
+        start = time.perf_counter()
+        work(iterations)
+        took = time.perf_counter() - start
+        if took > 20e-3:
+            return int(iterations * target / took)
+        iterations *= 2
+
+
+def figures(values):
+    values.sort()
+    return statistics.median(values), values[int(len(values) * 0.99)], values[-1]
+
+
+def wake_and_work(iterations):
+    late, busy = [], []
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
         start = time.perf_counter()
         time.sleep(0.001)
-        late.append((time.perf_counter() - start - 0.001) * 1e6)
-    late.sort()
-    return statistics.median(late), late[int(len(late) * 0.99)], late[-1], len(late)
+        woke = time.perf_counter()
+        work(iterations)
+        late.append((woke - start - 0.001) * 1e6)
+        busy.append((time.perf_counter() - woke) * 1e6)
+    return figures(late), figures(busy), len(late)
 
 
 def at_idle_priority():
     os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
 
 
-print(f"{compilers} compilers on {os.cpu_count()} cores, {seconds:g} s per condition; wake-up lateness in us")
-print(f"{'compilers':24} {'median':>8} {'p99':>8} {'max':>9} {'wakes':>7}")
+iterations = calibrate()
+print(f"{compilers} compilers on {os.cpu_count()} cores, {seconds:g} s per condition; in us")
+print(f"{'compilers':18} {'wake-up lateness: median':>24} {'p99':>8} {'max':>9}   {'200 us of work: median':>22} "
+      f"{'p99':>8} {'max':>9} {'wakes':>7}")
 for label, priority in (("none", None), ("normal priority", False), ("SCHED_IDLE", True)):
     loops = []
     if priority is not None:
@@ -54,9 +80,9 @@ for label, priority in (("none", None), ("normal priority", False), ("SCHED_IDLE
                 ["sh", "-c", f"while :; do c++ -O2 -c {source.name} -o /dev/null; done"],
                 preexec_fn=at_idle_priority if priority else None, start_new_session=True))
         time.sleep(1.0)  # every loop inside a compile
-    median, p99, worst, count = lateness_us()
+    late, busy, count = wake_and_work(iterations)
     for loop in loops:
         os.killpg(loop.pid, signal.SIGKILL)
         loop.wait()
-    print(f"{label:24} {median:8.1f} {p99:8.1f} {worst:9.1f} {count:7}")
+    print(f"{label:18} {late[0]:24.1f} {late[1]:8.1f} {late[2]:9.1f}   {busy[0]:22.1f} {busy[1]:8.1f} {busy[2]:9.1f} {count:7}")
 os.unlink(source.name)
