@@ -17,8 +17,8 @@
 # (stage `sync`: that wait in plain processes, with and without copies to the host between samples),
 # bench/build_probe.sh on relu_vec4 (stage `buildpath`: one build alone, in a plain process as the
 # loop builds and through kbv compile, ~4 min), bench/build_priority_probe.py (stage `priority`: a
-# sleeping thread's wake-up beside compilers on every core, at their normal priority and at
-# SCHED_IDLE, as kbv run's builds) and
+# sleeping thread's wake-up and 200 us of work after it, beside compilers on every core at their
+# normal priority and at SCHED_IDLE, as kbv run's builds) and
 # the kbv side of bench/run.sh against the loop
 # recorded on this machine type in docs/runs/2026-12-01-h200-bench (stage `bench`, ~8 min: the
 # loop's 21 minutes are not spent again, 4 of its 34 candidates are, for this machine's pace
