@@ -1,5 +1,6 @@
 """GPU-only checks on the demo's records, plus repeated evaluations of one candidate.
 Usage: checks.py KBV DEMO_DIR OUT_DIR. Prints a table last; exits 1 when a check fails."""
+import collections
 import json
 import os
 import statistics
@@ -62,25 +63,28 @@ check(side["verdict"] == "hack" and any(f["id"] == "side_stream" for f in side["
 #     (PROTOCOL.md, "Device-wide end"), in nearly every sample of both sides, less the event's
 #     latency measured in each worker; where it was, the median excess over the current stream
 #     beside the host wait's.
+DeviceEnd = collections.namedtuple("DeviceEnd", "share excess waited latency")  # a share, then us
+
+
 def end_on_device(measured):
     if measured["clock"].get("device_end") != "context event":
-        return 0.0, float("nan"), float("nan"), float("nan")
+        return DeviceEnd(0.0, float("nan"), float("nan"), float("nan"))
     stream = measured["stream_samples_seconds"]
-    excess = statistics.median(a - b for a, b in zip(measured["samples_seconds"], stream)) * 1e6
-    waited = statistics.median(a - b for a, b in zip(measured["host_wait_samples_seconds"], stream)) * 1e6
-    latency = measured["clock"]["context_latency_seconds"] * 1e6
-    return measured["end_on_device_samples"] / len(stream), excess, waited, latency
+    return DeviceEnd(share=measured["end_on_device_samples"] / len(stream),
+                     excess=statistics.median(a - b for a, b in zip(measured["samples_seconds"], stream)) * 1e6,
+                     waited=statistics.median(a - b for a, b in zip(measured["host_wait_samples_seconds"], stream)) * 1e6,
+                     latency=measured["clock"]["context_latency_seconds"] * 1e6)
 
 
 ends = {f"{name} {side}": end_on_device(r["timing"][side])
         for name, r in (("7_LargeMatmul", verified), ("1_ReLU", honest), ("1_ReLU side stream", side))
         for side in ("baseline", "candidate")}
-for label, (share, excess, waited, latency) in ends.items():
-    print(f"device-wide end, {label}: context event in {share:.0%} of samples, its latency {latency:.2f} us, "
-          f"excess over the stream {excess:.2f} us (the host wait's {waited:.2f} us)")
-check(all(share >= 0.9 for label, (share, *_) in ends.items() if "side" not in label),
+for label, end in ends.items():
+    print(f"device-wide end, {label}: context event in {end.share:.0%} of samples, its latency {end.latency:.2f} us, "
+          f"excess over the stream {end.excess:.2f} us (the host wait's {end.waited:.2f} us)")
+check(all(end.share >= 0.9 for label, end in ends.items() if "side" not in label),
       "device-wide end taken by the context event in >= 90% of the honest rows' samples")
-check(all(0 < latency <= 10 for (*_, latency) in ends.values()),
+check(all(0 < end.latency <= 10 for end in ends.values()),
       "the context event's latency measured in every worker, within 10 us")
 
 # 3. Spread of the speedup over 5 evaluations of one candidate.
@@ -124,9 +128,9 @@ print(f"| baseline 4096^3 fp32 matmul, verified (TF32) | {tf32_ms:.3f} ms |")
 print(f"| baseline 4096^3 fp32 matmul, kernelbench (no TF32) | {fp32_ms:.3f} ms |")
 print(f"| side-stream ReLU: device-wide / stream-only / honest (device-wide, stream) | "
       f"{side_all:.4f} / {side_stream:.4f} / {honest_all:.4f}, {honest_stream:.4f} ms |")
-for label, (share, excess, waited, latency) in ends.items():
+for label, end in ends.items():
     print(f"| device-wide end, {label}: context event share / its latency / excess / the host wait's | "
-          f"{share:.0%} / {latency:.2f} / {excess:.2f} / {waited:.2f} us |")
+          f"{end.share:.0%} / {end.latency:.2f} / {end.excess:.2f} / {end.waited:.2f} us |")
 print(f"| outputs across two region registrations (3 MiB + 4 KiB) | {odd_verdict} |")
 print(f"| speedup over 5 evaluations (7_LargeMatmul honest) | {min(speedups):.4f}..{max(speedups):.4f}, spread {spread:.2%} |")
 print(f"| their baseline / candidate spreads | {spread_of(baselines):.2%} / {spread_of(candidates):.2%} |")

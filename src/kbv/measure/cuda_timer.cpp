@@ -53,11 +53,10 @@ class CudaEventTimer final : public Timer {
     flush_ = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(device));
     if (device_sync_) {
       idle_sync_seconds_ = measure_idle_sync();
-      end_on_device_ = context_events_work();
-      if (end_on_device_) {
-        context_latency_seconds_ = measure_context_latency();
-        end_on_device_ = std::isfinite(context_latency_seconds_);
-        if (!end_on_device_) context_latency_seconds_ = 0;
+      if (context_events_work()) {
+        const double latency = measure_context_latency();
+        end_on_device_ = std::isfinite(latency);
+        if (end_on_device_) context_latency_seconds_ = latency;
       }
     }
   }
@@ -94,10 +93,11 @@ class CudaEventTimer final : public Timer {
     const double waited = device_wait_after_stream_end();
     const double stream_seconds = start_.elapsed_time(stream_end_) / 1e3;
     const double host_wait_seconds = stream_seconds + std::max(0.0, waited - idle_sync_seconds_);
-    // Less the event's latency, never below the current stream's own end.
-    const double device_seconds =
-        on_device ? std::max(stream_seconds, elapsed_seconds(start_.event(), context_end_) - context_latency_seconds_) : 0;
-    return {.seconds = on_device ? device_seconds : host_wait_seconds,
+    // The context event less its latency, never below the current stream's own end.
+    const double seconds =
+        on_device ? std::max(stream_seconds, elapsed_seconds(start_.event(), context_end_) - context_latency_seconds_)
+                  : host_wait_seconds;
+    return {.seconds = seconds,
             .stream_seconds = stream_seconds,
             .launch_seconds = launch_seconds,
             .host_wait_seconds = host_wait_seconds,
@@ -166,10 +166,8 @@ class CudaEventTimer final : public Timer {
   // known and the timer takes the host's wait.
   double measure_context_latency() {
     return median_after_flushes([this] {
-      constexpr double kUnknown = std::numeric_limits<double>::infinity();
       if (record_context_event_(context_, context_end_) != CUDA_SUCCESS || stream_end_.query()) {
-        (void)cudaEventSynchronize(context_end_);
-        return kUnknown;
+        return std::numeric_limits<double>::infinity();
       }
       C10_CUDA_CHECK(cudaEventSynchronize(context_end_));
       return std::max(0.0, elapsed_seconds(stream_end_.event(), context_end_));
@@ -188,7 +186,7 @@ class CudaEventTimer final : public Timer {
   }
 
   bool device_sync_;
-  bool end_on_device_ = false;  // context events work here
+  bool end_on_device_ = false;  // context events work here and their latency is known
   ContextRecordEvent record_context_event_ = nullptr;
   CUcontext context_ = nullptr;
   cudaEvent_t context_end_ = nullptr;
