@@ -31,7 +31,7 @@ std::string policy_of_build(bool background) {
   request.background = background;
   request.timeout_seconds = 120;
   request.cache_dir = scratch().string();
-  request.launch = {KBV_BINARY, KBV_PYTHON, {}, nullptr};
+  request.launch = {.executable = KBV_BINARY, .python = KBV_PYTHON};
   const std::vector<CompileResult> results = compile_candidates(request);
   EXPECT_EQ(results.at(0).outcome, "runtime_error") << results.at(0).message;
   return results.at(0).message;

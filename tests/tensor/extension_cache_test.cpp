@@ -75,7 +75,7 @@ std::string fake_kbv(const fs::path& dir, const std::string& wrapper_text) {
 
 std::map<std::string, std::string> build_environment(const std::string& kbv, const fs::path& cache,
                                                      const std::string& candidate) {
-  WorkerLaunch launch{kbv, "/usr/bin/python3", {}, nullptr};
+  WorkerLaunch launch{.executable = kbv, .python = "/usr/bin/python3"};
   add_build_environment(launch, cache.string(), candidate, "cpu");
   return {launch.environment.begin(), launch.environment.end()};
 }

@@ -16,7 +16,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-WorkerLaunch launch() { return {KBV_BINARY, KBV_PYTHON, {}, nullptr}; }
+WorkerLaunch launch() { return {.executable = KBV_BINARY, .python = KBV_PYTHON}; }
 
 TEST(WorkerClient, APostedCommandIsAnsweredBeforeTheNextRequest) {
   WorkerClient worker("candidate", launch());

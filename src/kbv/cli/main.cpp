@@ -21,6 +21,7 @@
 #include "kbv/eval/summary.h"
 #include "kbv/python/interpreter.h"
 #include "kbv/report/report_command.h"
+#include "kbv/sandbox/spec.h"
 #include "kbv/worker/worker_main.h"
 #include "kbv/worker/zygote.h"
 
@@ -41,8 +42,47 @@ CLI::Option* add_zygote_option(CLI::App* command, std::string& zygote) {
       ->capture_default_str();
 }
 
-kbv::eval::WorkerLaunch worker_launch(const std::string& zygote) {
-  kbv::eval::WorkerLaunch launch{self_executable(), kbv::python::default_python_executable(), {}, nullptr};
+// The sandbox around candidates' workers (docs/SECURITY.md): on by default; off for debugging.
+struct SandboxOptions {
+  std::string mode = "on";
+  std::vector<std::string> limits;  // NAME=VALUE
+};
+
+void add_sandbox_options(CLI::App* command, SandboxOptions& options) {
+  command
+      ->add_option("--sandbox", options.mode,
+                   "Run each candidate's code in an OS sandbox (own process table, network, filesystem view, "
+                   "no privileges, a system-call filter, limits); off only to debug")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  command
+      ->add_option("--limit", options.limits,
+                   "A limit of the sandbox, NAME=VALUE, repeatable: memory=SIZE (per process), processes=N, "
+                   "cpu=SECONDS (per process), file=SIZE, scratch=SIZE (/tmp, $HOME, /dev/shm together); "
+                   "sizes with K, M, G or T")
+      ->check([](const std::string& assignment) {
+        kbv::sandbox::Limits limits;
+        try {
+          kbv::sandbox::set_limit(limits, assignment);
+        } catch (const std::invalid_argument& bad) {
+          return std::string(bad.what());
+        }
+        return std::string();
+      });
+}
+
+// `sandbox`: null for a command that runs no candidate (kbv audit).
+kbv::eval::WorkerLaunch worker_launch(const std::string& zygote, const SandboxOptions* sandbox) {
+  kbv::eval::WorkerLaunch launch{.executable = self_executable(), .python = kbv::python::default_python_executable()};
+  launch.sandbox = sandbox && sandbox->mode == "on";
+  if (sandbox) {
+    for (const std::string& limit : sandbox->limits) kbv::sandbox::set_limit(launch.limits, limit);
+  }
+  if (sandbox && !launch.sandbox) std::cerr << "kbv: warning: --sandbox off: candidates' code runs with kbv's own rights\n";
+  if (launch.sandbox && geteuid() != 0) {
+    throw kbv::eval::EvalError("the sandbox around candidates' code needs kbv to run as root (docs/SECURITY.md); "
+                               "--sandbox off runs them with your own rights instead");
+  }
   if (zygote != "off") {
     try {
       launch.zygote = kbv::worker::Zygote::start(launch.executable, launch.python);
@@ -59,7 +99,7 @@ struct EvalOptions {
   bool quiet = false;
 };
 
-int run_eval(const EvalOptions& options, const std::string& zygote) {
+int run_eval(const EvalOptions& options, const std::string& zygote, const SandboxOptions& sandbox) {
   kbv::eval::EvalRequest request;
   request.problem = std::filesystem::absolute(options.problem).string();
   request.candidate = std::filesystem::absolute(options.candidate).string();
@@ -68,7 +108,7 @@ int run_eval(const EvalOptions& options, const std::string& zygote) {
   request.timeout_seconds = options.timeout;
   request.compile_timeout_seconds = options.compile_timeout;
   request.cache_dir = kbv::cache_dir();
-  request.launch = worker_launch(zygote);
+  request.launch = worker_launch(zygote, &sandbox);
   if (!options.quiet) {
     const auto started = std::chrono::steady_clock::now();
     request.progress = [started](std::string_view stage) {
@@ -97,14 +137,14 @@ struct CompileOptions {
 };
 
 // Exit 0 when every candidate was built (or found built); 3 when some failed to build.
-int run_compile(const CompileOptions& options, const std::string& zygote) {
+int run_compile(const CompileOptions& options, const std::string& zygote, const SandboxOptions& sandbox) {
   kbv::eval::CompileRequest request;
   for (const std::string& c : options.candidates) request.candidates.push_back(std::filesystem::absolute(c).string());
   request.device = options.device;
   request.jobs = options.jobs;
   request.timeout_seconds = options.timeout;
   request.cache_dir = kbv::cache_dir();
-  request.launch = worker_launch(zygote);
+  request.launch = worker_launch(zygote, &sandbox);
   size_t finished = 0;
   request.done = [&](const kbv::eval::CompileResult& r) {
     char seconds[32];
@@ -127,6 +167,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", KBV_VERSION);
 
   std::string zygote = "auto";  // one subcommand runs: every --zygote option writes here
+  SandboxOptions sandbox_options;  // the same for --sandbox and --limit
   EvalOptions eval;
   CLI::App* eval_cmd = app.add_subcommand("eval", "Evaluate one candidate against one problem");
   eval_cmd->add_option("problem", eval.problem, "KernelBench problem file (Model, get_inputs, get_init_inputs)")
@@ -141,6 +182,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   eval_cmd->add_flag("--quiet", eval.quiet, "No progress lines on stderr");
   add_zygote_option(eval_cmd, zygote);
+  add_sandbox_options(eval_cmd, sandbox_options);
 
   CompileOptions compile;
   CLI::App* compile_cmd = app.add_subcommand("compile", "Build candidates' kernels ahead of evaluation, in parallel");
@@ -149,10 +191,12 @@ int main(int argc, char** argv) {
   compile_cmd->add_option("-j,--jobs", compile.jobs, "Builds at a time")->check(CLI::PositiveNumber)->capture_default_str();
   compile_cmd->add_option("--timeout", compile.timeout, "Seconds one build may take")->capture_default_str();
   add_zygote_option(compile_cmd, zygote);
+  add_sandbox_options(compile_cmd, sandbox_options);
 
   kbv::cli::RunOptions run;
   CLI::App* run_cmd = kbv::cli::add_run_command(app, run);
   add_zygote_option(run_cmd, zygote);
+  add_sandbox_options(run_cmd, sandbox_options);
 
   kbv::report::ReportOptions report;
   report.out_dir = "report";
@@ -166,11 +210,12 @@ int main(int argc, char** argv) {
   CLI::App* audit_cmd = kbv::cli::add_audit_command(app, audit);
   add_zygote_option(audit_cmd, zygote);
 
-  std::string role, python;
+  std::string role, python, sandbox;  // the worker's own --sandbox: its spec, as JSON
   CLI::App* worker_cmd = app.add_subcommand("worker", "(internal) a reference, candidate or zygote worker process");
   worker_cmd->group("");  // hidden from help
   worker_cmd->add_option("--role", role)->required()->check(CLI::IsMember({"reference", "candidate", "zygote"}));
   worker_cmd->add_option("--python", python)->required();
+  worker_cmd->add_option("--sandbox", sandbox);
 
   try {
     app.parse(argc, argv);
@@ -179,17 +224,19 @@ int main(int argc, char** argv) {
     return app.exit(error) == 0 ? 0 : 2;
   }
   try {
-    if (*eval_cmd) return run_eval(eval, zygote);
-    if (*compile_cmd) return run_compile(compile, zygote);
+    if (*eval_cmd) return run_eval(eval, zygote, sandbox_options);
+    if (*compile_cmd) return run_compile(compile, zygote, sandbox_options);
     if (*run_cmd) {
-      return kbv::cli::run_command(run, kbv::cache_dir(), worker_launch(zygote));
+      kbv::eval::WorkerLaunch launch = worker_launch(zygote, &sandbox_options);
+      launch.hidden = {run.db, run.db + "-wal", run.db + "-shm", run.db + "-journal"};
+      return kbv::cli::run_command(run, kbv::cache_dir(), launch);
     }
     if (*report_cmd) return kbv::report::run_report(report);
-    if (*audit_cmd) return kbv::cli::audit_command(audit, worker_launch(zygote));
+    if (*audit_cmd) return kbv::cli::audit_command(audit, worker_launch(zygote, nullptr));
     if (*worker_cmd) {
       if (role == "zygote") return kbv::worker::run_zygote(python);
       return kbv::worker::run_worker(role == "reference" ? kbv::worker::Role::reference : kbv::worker::Role::candidate,
-                                     python);
+                                     python, sandbox);
     }
   } catch (const kbv::eval::EvalError& error) {
     std::cerr << "kbv: error: " << error.what() << "\n";

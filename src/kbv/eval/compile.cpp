@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "kbv/eval/extension_cache.h"
+#include "kbv/eval/sandbox_plan.h"
 
 namespace kbv::eval {
 namespace {
@@ -15,7 +16,9 @@ CompileResult compile_one(const CompileRequest& request, const std::string& cand
   CompileResult result{candidate, "ok", "", 0};
   WorkerLaunch launch = request.launch;
   add_build_environment(launch, request.cache_dir, candidate, request.device);
-  WorkerClient worker("candidate", launch);
+  std::optional<sandbox::Spec> sandbox;
+  if (launch.sandbox) sandbox = plan_sandbox(launch, request.cache_dir, {candidate});
+  WorkerClient worker("candidate", launch, sandbox ? &*sandbox : nullptr);
   try {
     worker.request({{"cmd", "compile"}, {"candidate", candidate}, {"device", request.device},
                     {"background", request.background}},

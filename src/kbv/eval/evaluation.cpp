@@ -14,6 +14,7 @@
 #include "kbv/eval/extension_cache.h"
 #include "kbv/eval/plan.h"
 #include "kbv/eval/reference_side.h"
+#include "kbv/eval/sandbox_plan.h"
 #include "kbv/eval/timing_run.h"
 #include "kbv/hacks/judge.h"
 #include "kbv/measure/statistics.h"
@@ -48,6 +49,7 @@ Verdict verdict_of(const std::string& kind) {
   if (kind == "crash") return Verdict::crash;
   if (kind == "timeout") return Verdict::timeout;
   if (kind == "incorrect") return Verdict::incorrect;
+  if (kind == "forged_reply") return Verdict::hack;
   return Verdict::runtime_error;
 }
 
@@ -252,7 +254,9 @@ void check_timed_outputs(ReferenceSide& reference, const EvalRequest& request, c
 std::unique_ptr<WorkerClient> start_candidate_worker(const EvalRequest& request) {
   WorkerLaunch launch = request.launch;
   add_build_environment(launch, request.cache_dir, request.candidate, request.device);
-  auto worker = std::make_unique<WorkerClient>("candidate", launch);
+  std::optional<sandbox::Spec> sandbox;
+  if (launch.sandbox) sandbox = plan_sandbox(launch, request.cache_dir, {request.problem, request.candidate});
+  auto worker = std::make_unique<WorkerClient>("candidate", launch, sandbox ? &*sandbox : nullptr);
   worker->post({{"cmd", "device"}, {"device", request.device}, {"protocol", protocol::to_json(request.protocol)}},
                Seconds(request.timeout_seconds));
   return worker;
@@ -274,6 +278,8 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
   record.device = request.device;
   record.protocol = protocol::to_json(protocol);
   record.versions = reference.versions();
+  record.sandbox = request.launch.sandbox ? json{{"enabled", true}, {"limits", sandbox::to_json(request.launch.limits)}}
+                                          : json{{"enabled", false}};
 
   // Candidate side, in a fresh process whose extension builds are keyed by content. Unless it was
   // started ahead, it makes its device context (~0.25 s on the H200) and loads kbv's kernels while
@@ -360,8 +366,13 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
     record.verdict = verdict_of(failed.kind);
     record.verdict_reason = failed.what();
   } catch (const WorkerLost& lost) {
+    // Its sandbox failed before any of its code ran: the evaluation could not be carried out.
+    if (lost.kind == "sandbox") throw EvalError(lost.what());
     record.verdict = verdict_of(lost.kind);
     record.verdict_reason = lost.what();
+    if (lost.kind == "forged_reply") {
+      hacks::merge(record.findings, {{"forged_reply", "error", json::array({{{"source", "result channel"}, {"why", lost.what()}}})}});
+    }
   }
   {
     // The process's teardown (on a GPU, its device context's) runs beside the timed outputs'

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <iostream>
 #include <mutex>
+#include <random>
 
+#include "kbv/sandbox/enter.h"
+#include "kbv/sandbox/explain.h"
 #include "kbv/worker/tensor_codec.h"
 
 namespace kbv::eval {
@@ -20,24 +23,38 @@ std::shared_ptr<const worker::SharedRegion> make_region() {
   }
 }
 
-worker::WorkerProcess start_worker(const std::string& role, const WorkerLaunch& launch, int region_fd) {
+worker::WorkerProcess start_worker(const std::string& role, const WorkerLaunch& launch, int region_fd,
+                                   const sandbox::Spec* sandbox) {
+  const nlohmann::json spec = sandbox ? sandbox::to_json(*sandbox) : nlohmann::json();
   if (launch.zygote) {
     try {
-      return launch.zygote->spawn(role, launch.environment, std::chrono::seconds(60), region_fd);
+      return launch.zygote->spawn(role, launch.environment, std::chrono::seconds(60), region_fd, spec);
     } catch (const worker::ZygoteFailed& failed) {
       // The worker is still owed: started afresh, slower. Said once, the rest of the run alike.
       static std::once_flag said;
       std::call_once(said, [&] { std::cerr << "kbv: " << failed.what() << "; starting workers afresh\n"; });
     }
   }
-  return worker::WorkerProcess::start({launch.executable, "worker", "--role", role, "--python", launch.python},
-                                      launch.environment, 64 * 1024, region_fd);
+  std::vector<std::string> argv = {launch.executable, "worker", "--role", role, "--python", launch.python};
+  if (sandbox) argv.insert(argv.end(), {"--sandbox", spec.dump()});
+  return worker::WorkerProcess::start(argv, launch.environment, 64 * 1024, region_fd,
+                                      sandbox ? sandbox::namespace_flags() : 0);
 }
+
+std::uint64_t draw_nonce() {
+  thread_local std::mt19937_64 generator{(std::uint64_t{std::random_device{}()} << 32) | std::random_device{}()};
+  return generator();
+}
+
+// Appends what the sandbox had to do with a failure, where it had anything.
+std::string with_note(std::string text, const std::string& note) { return note.empty() ? text : text + " (" + note + ")"; }
 
 }  // namespace
 
-WorkerClient::WorkerClient(const std::string& role, const WorkerLaunch& launch)
-    : region_(make_region()), process_(start_worker(role, launch, region_ ? region_->fd() : -1)) {}
+WorkerClient::WorkerClient(const std::string& role, const WorkerLaunch& launch, const sandbox::Spec* sandbox)
+    : region_(make_region()),
+      sandbox_limits_(sandbox ? std::optional(sandbox->limits) : std::nullopt),
+      process_(start_worker(role, launch, region_ ? region_->fd() : -1, sandbox)) {}
 
 Reply WorkerClient::request(const nlohmann::json& sent, std::chrono::duration<double> timeout, Outputs outputs) {
   settle();
@@ -66,9 +83,11 @@ void WorkerClient::settle() {
 WorkerClient::Posted WorkerClient::send(const nlohmann::json& command, std::chrono::duration<double> timeout) {
   Posted posted{command.value("cmd", "?"),
                 std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout),
-                timeout};
+                timeout, draw_nonce()};
+  nlohmann::json sent = command;
+  sent[worker::kNonceField] = posted.nonce;
   try {
-    process_.send(command, {}, posted.deadline);
+    process_.send(sent, {}, posted.deadline);
   } catch (const worker::ChannelClosed&) {
     // await() finds the channel closed (or the deadline passed) too, and says how the worker ended.
   } catch (const worker::ChannelTimeout&) {
@@ -96,13 +115,30 @@ Reply WorkerClient::await(const Posted& posted, Outputs outputs) {
     }
     process_.kill();  // a malformed reply means the channel cannot be trusted any more
     const worker::ExitStatus status = process_.wait();
-    throw WorkerLost("crash", "worker process " + status.describe() + " during '" + what + "'" +
-                                  (received.error.empty() ? "" : " (" + received.error + ")"));
+    if (sandbox_limits_ && !answered_ && !status.signaled && status.code == sandbox::kSetupFailedExit) {
+      throw WorkerLost("sandbox", "the candidate's sandbox could not be set up: " + process_.log_tail());
+    }
+    const std::string note =
+        sandbox_limits_ ? sandbox::explain_exit(status.signaled, status.code, status.cpu_seconds, *sandbox_limits_) : "";
+    throw WorkerLost("crash", with_note("worker process " + status.describe() + " during '" + what + "'" +
+                                            (received.error.empty() ? "" : " (" + received.error + ")"),
+                                        note));
   }
   Reply reply;
   reply.header = std::move(received.message.header);
+  if (reply.header.value(worker::kNonceField, nlohmann::json()) != nlohmann::json(posted.nonce)) {
+    running_ = false;
+    process_.kill();
+    process_.wait();
+    reply.header.erase(worker::kNonceField);
+    throw WorkerLost("forged_reply", "a reply to '" + what + "' that answers no command kbv sent (the result channel "
+                                     "was written by other code than the worker's): " + reply.header.dump().substr(0, 300));
+  }
+  answered_ = true;
   if (reply.header.value("status", "") == "error") {
-    throw WorkerFailed(reply.header.value("kind", "internal"), reply.header.value("message", ""));
+    std::string message = reply.header.value("message", "");
+    if (sandbox_limits_) message = with_note(message, sandbox::explain_error(message, *sandbox_limits_));
+    throw WorkerFailed(reply.header.value("kind", "internal"), message);
   }
   // Every blob is a tensor; their descriptions are in the header, in order, wherever they sit.
   std::vector<nlohmann::json> metas;

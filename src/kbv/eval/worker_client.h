@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -14,16 +15,19 @@
 #include <ATen/core/Tensor.h>
 #include <nlohmann/json.hpp>
 
+#include "kbv/sandbox/spec.h"
 #include "kbv/worker/shared_region.h"
 #include "kbv/worker/worker_process.h"
 #include "kbv/worker/zygote.h"
 
 namespace kbv::eval {
 
-// The worker died (crash) or did not answer in time (timeout); `description` says how.
+// The worker died (crash), did not answer in time (timeout), answered a command it was not sent
+// (forged_reply: something else wrote its result channel) or could not enter its sandbox before any
+// candidate code ran (sandbox: kbv's or the machine's failure); `description` says how.
 struct WorkerLost : std::runtime_error {
   WorkerLost(std::string kind_, const std::string& description) : std::runtime_error(description), kind(std::move(kind_)) {}
-  std::string kind;  // crash | timeout
+  std::string kind;  // crash | timeout | forged_reply | sandbox
 };
 
 // The worker answered with an error: `kind` as in worker/failure.h.
@@ -38,11 +42,16 @@ struct Reply {
 };
 
 struct WorkerLaunch {
-  std::string executable;  // the kbv binary itself
-  std::string python;      // interpreter to embed
-  std::vector<std::pair<std::string, std::string>> environment;
+  std::string executable{};  // the kbv binary itself
+  std::string python{};      // interpreter to embed
+  std::vector<std::pair<std::string, std::string>> environment{};
   // When set, workers are forked from it instead of started afresh (worker/zygote.h).
-  std::shared_ptr<worker::Zygote> zygote;
+  std::shared_ptr<worker::Zygote> zygote{};
+  // Candidate workers run in a sandbox (sandbox/, eval/sandbox_plan.h) under these limits, with
+  // `hidden` out of their sight beside what the plan hides (kbv run's store). Off only to debug.
+  bool sandbox = true;
+  sandbox::Limits limits = sandbox::default_limits();
+  std::vector<std::string> hidden{};
 };
 
 // How long a reply's large tensors, which arrive as views into the worker's output region
@@ -56,7 +65,8 @@ enum class Outputs {
 
 class WorkerClient {
  public:
-  WorkerClient(const std::string& role, const WorkerLaunch& launch);
+  // With a `sandbox` the worker is made in new namespaces and enters it before it serves.
+  WorkerClient(const std::string& role, const WorkerLaunch& launch, const sandbox::Spec* sandbox = nullptr);
   // Sends `command` and waits up to `timeout` for the reply. Throws WorkerLost (the process is
   // then killed and reaped) or WorkerFailed.
   Reply request(const nlohmann::json& command, std::chrono::duration<double> timeout, Outputs outputs = Outputs::owned);
@@ -80,12 +90,15 @@ class WorkerClient {
     std::string what;
     Deadline deadline;
     std::chrono::duration<double> timeout;
+    std::uint64_t nonce;
   };
   Posted send(const nlohmann::json& command, std::chrono::duration<double> timeout);
   Reply await(const Posted& posted, Outputs outputs);
 
   std::shared_ptr<const worker::SharedRegion> region_;  // null when none could be made: blobs only
+  std::optional<sandbox::Limits> sandbox_limits_;        // set when the worker is sandboxed
   worker::WorkerProcess process_;
+  bool answered_ = false;  // a reply came: from then on anything that ends it is the worker's own doing
   bool running_ = true;
   std::optional<Posted> posted_;
   std::exception_ptr posted_failure_;  // what the posted command's reply threw, for the next request

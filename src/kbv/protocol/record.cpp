@@ -110,6 +110,7 @@ json to_json(const Record& r) {
           {"memory", memory},
           {"logs", {{"candidate", r.candidate_log}, {"reference", r.reference_log}}},
           {"versions", r.versions},
+          {"sandbox", r.sandbox},
           {"wall_seconds", r.wall_seconds},
           {"stage_seconds", r.stage_seconds},
           {"import_steps_seconds", r.import_steps_seconds}};

@@ -78,6 +78,8 @@ struct Record {
   std::optional<MemoryResult> baseline_memory, candidate_memory;
   std::string candidate_log, reference_log;  // tails of the workers' stdout+stderr
   nlohmann::json versions;
+  // The candidate's sandbox: {"enabled": true, "limits": {...}} or {"enabled": false} (--sandbox off).
+  nlohmann::json sandbox;
   double wall_seconds = 0;
   // Wall seconds per stage (reference_draws, baseline, floor, screen, import, checks, probe,
   // previous_worker, next_worker, timing, memory, findings, shutdown, timed_output_checks); the

@@ -140,6 +140,11 @@ class Channel {
 inline constexpr int kCommandFd = 3;  // child reads commands here
 inline constexpr int kResultFd = 4;   // child writes results here
 
+// Every reply carries the nonce of the command it answers (the parent draws one per command): a
+// frame that the candidate's code wrote to the result fd ahead of the worker cannot answer a
+// command it has not seen.
+inline constexpr const char* kNonceField = "nonce";
+
 // Builds the worker's Channel over kCommandFd/kResultFd and marks both close-on-exec, so a compiler
 // or any other program the worker starts cannot read commands or forge results.
 Channel open_worker_channel();

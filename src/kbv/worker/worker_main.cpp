@@ -20,6 +20,7 @@
 #include "kbv/measure/memory.h"
 #include "kbv/python/harness.h"
 #include "kbv/python/interpreter.h"
+#include "kbv/sandbox/enter.h"
 #include "kbv/worker/channel.h"
 #include "kbv/worker/session.h"
 #include "kbv/worker/shared_region.h"
@@ -33,6 +34,9 @@ using nlohmann::json;
 
 // The parent's shared-memory region for large outputs (shared_region.h); null without one.
 SharedRegion* output_region = nullptr;
+
+// The nonce of the command being answered (worker_main.h), echoed in its reply.
+json command_nonce;
 
 // Describes outputs (or their sketches) for the reply into `metas`: each large one placed in the
 // output region, the others encoded as blobs appended to `store`.
@@ -49,6 +53,7 @@ void attach(std::vector<EncodedTensor>& store, json& metas, const std::vector<at
 }
 
 void reply(Channel& channel, json header, const std::vector<EncodedTensor>& tensors = {}) {
+  if (!command_nonce.is_null()) header[kNonceField] = command_nonce;
   std::vector<Bytes> blobs;
   for (const EncodedTensor& t : tensors) blobs.push_back(t.bytes());
   channel.send(header, blobs);
@@ -240,7 +245,8 @@ std::string untyped_failure_kind(Role role, const std::string& text) {
 
 }  // namespace
 
-int run_worker(Role role, const std::string& python_executable) {
+int run_worker(Role role, const std::string& python_executable, const std::string& sandbox) {
+  if (!sandbox.empty()) sandbox::enter_or_exit(sandbox::spec_from_json(json::parse(sandbox)));
   measure::install_counting_cpu_allocator();
   python::start_interpreter(python_executable);
   return serve_worker(role);
@@ -258,6 +264,7 @@ int serve_worker(Role role) {
     } catch (const ChannelClosed&) {
       return 0;  // the parent is gone or done
     }
+    command_nonce = message.header.value(kNonceField, json());
     if (message.header.value("cmd", "") == "exit") {
       reply(channel, {{"status", "ok"}});
       std::fflush(nullptr);

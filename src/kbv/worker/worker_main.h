@@ -8,7 +8,9 @@
 namespace kbv::worker {
 
 // Serves commands from the parent on the channel fds until told to exit; returns the exit code.
-int run_worker(Role role, const std::string& python_executable);
+// With a `sandbox` (sandbox::to_json of a spec, as text; empty for none) the process, started in
+// new namespaces, enters it first, before its interpreter starts.
+int run_worker(Role role, const std::string& python_executable, const std::string& sandbox = "");
 
 // The same loop in a process whose interpreter is already started (a worker forked by the zygote).
 int serve_worker(Role role);

@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -89,10 +90,11 @@ struct ChildPlan {
   int stdin_fd, log_fd, command_fd, result_fd, error_fd, inherited_fd;
   pid_t parent;
   int max_fd;
+  bool sandboxed;  // PID 1 of new namespaces: its parent reads as 0 there
 };
 
 enum ChildStep : int { kSetpgid, kDup2, kExec };
-constexpr const char* kChildStepNames[] = {"setpgid", "dup2", "exec"};
+constexpr const char* kChildStepNames[] = {"setpgid or setsid", "dup2", "exec"};
 
 // Sent over the close-on-exec error pipe: EOF there means exec succeeded.
 struct ChildFailure {
@@ -114,9 +116,12 @@ struct ChildFailure {
   default_action.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &default_action, nullptr);  // fails harmlessly for KILL/STOP
 
-  if (setpgid(0, 0) == -1) child_fail(plan.error_fd, kSetpgid);
+  // A sandboxed worker leaves the parent's session too: no controlling terminal to reach.
+  if ((plan.sandboxed ? setsid() : setpgid(0, 0)) == -1) child_fail(plan.error_fd, kSetpgid);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != plan.parent) _exit(127);  // the parent died before PDEATHSIG was armed
+  // The parent died before PDEATHSIG was armed. (In a PID namespace of its own the parent cannot be
+  // named; such a worker finds its command pipe closed at its first read instead.)
+  if (!plan.sandboxed && getppid() != plan.parent) _exit(127);
   const rlimit no_core{0, 0};
   setrlimit(RLIMIT_CORE, &no_core);
 
@@ -164,7 +169,7 @@ std::string ExitStatus::describe() const {
 
 WorkerProcess WorkerProcess::start(const std::vector<std::string>& argv,
                                    const std::vector<std::pair<std::string, std::string>>& env_overrides,
-                                   std::size_t log_tail_bytes, int inherited_fd) {
+                                   std::size_t log_tail_bytes, int inherited_fd, int namespaces) {
   if (argv.empty() || argv[0].empty() || argv[0][0] != '/')
     throw std::invalid_argument("WorkerProcess::start: argv[0] must be an absolute path");
   std::vector<std::string> arg_strings = argv;
@@ -187,14 +192,15 @@ WorkerProcess WorkerProcess::start(const std::vector<std::string>& argv,
   // Everything that can fail is done by now: after fork the child must end up owned by a WorkerProcess.
   const ChildPlan plan{args[0], args.data(), env.data(), child_stdin.get(), child_log.get(),
                        child_command.get(), child_result.get(), child_error.get(), child_inherited.get(), getpid(),
-                       static_cast<int>(std::min<rlim_t>(files.rlim_cur, 1 << 20))};
+                       static_cast<int>(std::min<rlim_t>(files.rlim_cur, 1 << 20)), namespaces != 0};
 
   // Signals stay blocked across fork until the child has reset its dispositions: a handler of the
   // parent's must never run in the child.
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old);
-  const pid_t pid = fork();
+  // clone with namespace flags is fork's equivalent (no new stack: the child returns here too).
+  const pid_t pid = namespaces == 0 ? fork() : static_cast<pid_t>(syscall(SYS_clone, SIGCHLD | namespaces, nullptr, nullptr, nullptr, 0));
   if (pid == 0) run_child(plan);
   const int fork_error = errno;
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
@@ -330,6 +336,9 @@ Received WorkerProcess::receive(Clock::time_point deadline) {
 
 void WorkerProcess::kill() {
   if (pid_ <= 0 || reaped_) return;  // once reaped the group id may belong to someone else
+  // The process itself first: one forked by the zygote may not lead its group yet.
+  if (::kill(pid_, SIGKILL) == -1 && errno != ESRCH)
+    detail::log_syscall_error(errno, "kill(pid_, SIGKILL)", __FILE__, __LINE__);
   if (::killpg(pid_, SIGKILL) == -1 && errno != ESRCH)
     detail::log_syscall_error(errno, "killpg(pid_, SIGKILL)", __FILE__, __LINE__);
 }
@@ -345,10 +354,13 @@ ExitStatus WorkerProcess::wait() {
   if (::killpg(pid_, SIGKILL) == -1 && errno != ESRCH)
     detail::log_syscall_error(errno, "killpg(pid_, SIGKILL)", __FILE__, __LINE__);
   int status = 0;
-  if (retry_eintr([&] { return waitpid(pid_, &status, 0); }) == -1)
-    detail::throw_syscall_error(errno, "waitpid(pid_, &status, 0)", __FILE__, __LINE__);
+  rusage usage{};
+  if (retry_eintr([&] { return wait4(pid_, &status, 0, &usage); }) == -1)
+    detail::throw_syscall_error(errno, "wait4(pid_, &status, 0, &usage)", __FILE__, __LINE__);
   reaped_ = true;
   exit_status_ = WIFSIGNALED(status) ? ExitStatus{true, WTERMSIG(status)} : ExitStatus{false, WEXITSTATUS(status)};
+  exit_status_.cpu_seconds = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                             static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
   // Descendants in its group that this process adopted (as a subreaper) and that are dead by now:
   // reaped, not left as zombies for the rest of a long run.
   while (waitpid(-pid_, &status, WNOHANG) > 0) {

@@ -33,6 +33,7 @@ class ChannelTimeout : public std::runtime_error {
 struct ExitStatus {
   bool signaled = false;
   int code = 0;  // exit code, or signal number when signaled
+  double cpu_seconds = 0;  // the process's own user and system time (its rusage), not its children's
   // "exited with code 3", "killed by signal 11 (SIGSEGV)"
   std::string describe() const;
 };
@@ -60,9 +61,12 @@ class WorkerProcess {
   //  - RLIMIT_CORE = 0: a crashing worker with gigabytes mapped must not spend minutes dumping core.
   // Throws std::system_error if a pipe or fork fails or the child cannot exec (errno from execve).
   // `inherited_fd` (when >= 0) is also given to the child, as fd kInheritedFd (the zygote's socket).
+  // `namespaces` (clone flags, sandbox::namespace_flags()) makes the child in new namespaces, PID 1
+  // of its own PID namespace: killing it kills everything it started. It then gets a session of
+  // its own (setsid) instead of a process group, and its sandbox is entered after exec.
   static WorkerProcess start(const std::vector<std::string>& argv,
                              const std::vector<std::pair<std::string, std::string>>& env_overrides,
-                             std::size_t log_tail_bytes = 64 * 1024, int inherited_fd = -1);
+                             std::size_t log_tail_bytes = 64 * 1024, int inherited_fd = -1, int namespaces = 0);
 
   // For a worker that another process forks (worker/zygote.h): the pipes, with the parent's ends in
   // the returned handle and the child's ends (command read, result write, log write) in `child`.
@@ -86,7 +90,7 @@ class WorkerProcess {
   // message is in log_tail() when this returns.
   Received receive(std::chrono::steady_clock::time_point deadline);
 
-  void kill();  // SIGKILL to the process group; idempotent, a no-op once reaped
+  void kill();  // SIGKILL to the process and its process group; idempotent, a no-op once reaped
 
   // Waits for the child to exit (call it after closed or kill()), then SIGKILLs whatever is left in
   // its process group (descendants it left running) and reaps it, and those of them that were

@@ -85,10 +85,10 @@ std::shared_ptr<Zygote> Zygote::start(const std::string& executable, const std::
 }
 
 WorkerProcess Zygote::spawn(const std::string& role, const std::vector<std::pair<std::string, std::string>>& environment,
-                            std::chrono::duration<double> timeout, int inherited_fd) {
+                            std::chrono::duration<double> timeout, int inherited_fd, const nlohmann::json& sandbox) {
   WorkerProcess::ChildEnds child;
   WorkerProcess process = WorkerProcess::prepare(child);
-  nlohmann::json request = {{"role", role}, {"environment", nlohmann::json::array()}};
+  nlohmann::json request = {{"role", role}, {"environment", nlohmann::json::array()}, {"sandbox", sandbox}};
   for (const auto& [name, value] : environment) request["environment"].push_back({name, value});
   const int fds[4] = {child.command.get(), child.result.get(), child.log.get(), inherited_fd};
   std::lock_guard lock(mutex_);

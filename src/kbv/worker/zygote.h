@@ -8,7 +8,9 @@
 // forks the worker and exits at once, so the worker is re-parented to this process (a child
 // subreaper) and becomes its child like any started one: WorkerProcess waits, kills its group and
 // reaps it as usual. Before it serves, the worker waits for that re-parenting, arms
-// PR_SET_PDEATHSIG and applies its environment.
+// PR_SET_PDEATHSIG and applies its environment. A sandboxed worker's intermediate process first
+// makes the new namespaces (unshare), so the worker is PID 1 of its own PID namespace; it learns
+// of its re-parenting from the intermediate's pidfd, as its parent's id reads 0 there.
 #pragma once
 
 #include <chrono>
@@ -18,6 +20,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "kbv/worker/worker_process.h"
 
@@ -39,9 +43,12 @@ class Zygote {
 
   // A worker of `role` ("reference" or "candidate") with `environment` set over the zygote's (which
   // is this process's at start()), and `inherited_fd` (when >= 0) at kInheritedFd, as
-  // WorkerProcess::start gives it. Thread-safe: one spawn at a time. Throws ZygoteFailed.
+  // WorkerProcess::start gives it. With a `sandbox` (sandbox::to_json of a spec; null for none)
+  // the worker is made in new namespaces, PID 1 of its own PID namespace, and enters that sandbox
+  // before it serves. Thread-safe: one spawn at a time. Throws ZygoteFailed.
   WorkerProcess spawn(const std::string& role, const std::vector<std::pair<std::string, std::string>>& environment,
-                      std::chrono::duration<double> timeout = std::chrono::seconds(60), int inherited_fd = -1);
+                      std::chrono::duration<double> timeout = std::chrono::seconds(60), int inherited_fd = -1,
+                      const nlohmann::json& sandbox = nullptr);
 
   Zygote(WorkerProcess process, UniqueFd socket) : process_(std::move(process)), socket_(std::move(socket)) {}
 

@@ -2,7 +2,10 @@
 #include <Python.h>
 
 #include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +22,7 @@
 #include "kbv/measure/memory.h"
 #include "kbv/python/harness.h"
 #include "kbv/python/interpreter.h"
+#include "kbv/sandbox/enter.h"
 #include "kbv/worker/channel.h"
 #include "kbv/worker/worker_main.h"
 #include "kbv/worker/zygote.h"
@@ -73,13 +77,28 @@ Request receive_request() {
 
 // In the forked worker: wait until the intermediate parent is gone and this process is the
 // parent's child, tie its life to the parent's, move the pipes onto the worker's fds, set the
-// environment, serve. Never returns.
-[[noreturn]] void become_worker(pid_t intermediate, pid_t parent, const Request& request, const nlohmann::json& spec) {
-  while (getppid() == intermediate) usleep(50);
-  if (getppid() != parent) _exit(1);  // the parent died: no one would reap or kill this worker
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(1);  // it died before PDEATHSIG was armed
-  setpgid(0, 0);
+// environment, enter its sandbox if it has one, serve. Never returns.
+[[noreturn]] void become_worker(pid_t intermediate, int intermediate_pidfd, pid_t parent, const Request& request,
+                                const nlohmann::json& spec) {
+  const bool sandboxed = !spec.at("sandbox").is_null();
+  if (sandboxed) {
+    // PID 1 of its own namespace: its parent's id reads 0 whoever the parent is. The pidfd turns
+    // readable once the intermediate has exited, and so once this process was re-parented.
+    pollfd gone{intermediate_pidfd, POLLIN, 0};
+    while (poll(&gone, 1, -1) == -1 && errno == EINTR) {
+    }
+    close(intermediate_pidfd);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // The parent died before PDEATHSIG was armed: the command pipe's only writer is gone.
+    pollfd commands{request.fds[0], POLLIN, 0};
+    if (poll(&commands, 1, 0) == 1 && (commands.revents & POLLHUP)) _exit(1);
+  } else {
+    while (getppid() == intermediate) usleep(50);
+    if (getppid() != parent) _exit(1);  // the parent died: no one would reap or kill this worker
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);  // it died before PDEATHSIG was armed
+    setpgid(0, 0);
+  }
   const int null = open("/dev/null", O_RDONLY);
   // The inherited fd first: kInheritedFd (the zygote's socket here) is none of the sources.
   const bool inherits = request.fd_count == 4;
@@ -100,6 +119,7 @@ Request receive_request() {
     std::fprintf(stderr, "kbv: zygote worker: cannot set its environment: %s\n", error.what());
     _exit(127);
   }
+  if (sandboxed) sandbox::enter_or_exit(sandbox::spec_from_json(spec.at("sandbox")));
   const std::string role = spec.at("role");
   int code = 1;
   try {  // nothing may unwind back into the zygote's loop, which this process still has on its stack
@@ -132,7 +152,8 @@ int run_zygote(const std::string& python_executable) {
       return 1;
     }
     const nlohmann::json spec = nlohmann::json::parse(request.text, nullptr, false);
-    if (request.fd_count < 3 || spec.is_discarded() || !spec.contains("role") || !spec.contains("environment")) {
+    if (request.fd_count < 3 || spec.is_discarded() || !spec.contains("role") || !spec.contains("environment") ||
+        !spec.contains("sandbox")) {
       for (int i = 0; i < request.fd_count; ++i) close(request.fds[i]);
       reply({{"error", "malformed request"}});
       continue;
@@ -148,10 +169,14 @@ int run_zygote(const std::string& python_executable) {
     const pid_t intermediate = fork();
     if (intermediate == 0) {
       // Forks the worker, names it to the zygote and exits, so the worker is re-parented to kbv.
+      // A sandboxed worker is forked into new namespaces, the PID namespace's first process.
       const pid_t self = getpid();
-      const pid_t worker = fork();
-      if (worker == 0) become_worker(self, parent, request, spec);
-      if (worker > 0) setpgid(worker, worker);  // before anyone can killpg it (the worker does it too)
+      const bool sandboxed = !spec.at("sandbox").is_null();
+      const int pidfd = sandboxed ? static_cast<int>(syscall(SYS_pidfd_open, self, 0)) : -1;
+      const bool ready = !sandboxed || (pidfd != -1 && unshare(sandbox::namespace_flags()) == 0);
+      const pid_t worker = ready ? fork() : -1;
+      if (worker == 0) become_worker(self, pidfd, parent, request, spec);
+      if (worker > 0 && !sandboxed) setpgid(worker, worker);  // before anyone can killpg it (the worker does it too)
       const int result[2] = {worker, worker == -1 ? errno : 0};
       [[maybe_unused]] const ssize_t written = write(pid_pipe[1], result, sizeof result);
       _exit(0);

@@ -1,0 +1,48 @@
+#include "kbv/sandbox/explain.h"
+
+#include <csignal>
+#include <cstdio>
+#include <regex>
+
+namespace kbv::sandbox {
+namespace {
+
+std::string gib(std::uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g GiB", static_cast<double>(bytes) / static_cast<double>(1ull << 30));
+  return text;
+}
+
+}  // namespace
+
+std::string explain_exit(bool signaled, int code, double cpu_seconds, const Limits& limits) {
+  if (!signaled) return "";
+  if (code == SIGSYS) return "the sandbox refused a system call that no kernel needs (docs/SECURITY.md lists them)";
+  if (code == SIGXFSZ && limits.file_bytes > 0) return "a file reached the sandbox's file-size limit of " + gib(limits.file_bytes) + " (--limit file=)";
+  if ((code == SIGXCPU || code == SIGKILL) && limits.cpu_seconds > 0 && cpu_seconds + 1 >= static_cast<double>(limits.cpu_seconds)) {
+    return "the process reached the sandbox's CPU-time limit of " + std::to_string(limits.cpu_seconds) + " s (--limit cpu=)";
+  }
+  return "";
+}
+
+std::string explain_error(const std::string& message, const Limits& limits) {
+  static const std::regex memory(R"(MemoryError|can't allocate memory|Cannot allocate memory|std::bad_alloc|out of memory)");
+  static const std::regex processes(R"(Resource temporarily unavailable|can't start new thread|BlockingIOError)");
+  static const std::regex space(R"(No space left on device)");
+  static const std::regex file(R"(File too large)");
+  if (limits.memory_bytes > 0 && std::regex_search(message, memory)) {
+    return "the sandbox's memory limit is " + gib(limits.memory_bytes) + " per process (--limit memory=)";
+  }
+  if (limits.processes > 0 && std::regex_search(message, processes)) {
+    return "the sandbox's limit is " + std::to_string(limits.processes) + " processes and threads (--limit processes=)";
+  }
+  if (limits.file_bytes > 0 && std::regex_search(message, file)) {
+    return "a file reached the sandbox's file-size limit of " + gib(limits.file_bytes) + " (--limit file=)";
+  }
+  if (limits.scratch_bytes > 0 && std::regex_search(message, space)) {
+    return "the sandbox's scratch (/tmp, $HOME, /dev/shm) holds " + gib(limits.scratch_bytes) + " (--limit scratch=)";
+  }
+  return "";
+}
+
+}  // namespace kbv::sandbox

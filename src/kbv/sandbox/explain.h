@@ -1,0 +1,21 @@
+// Words for a verdict's reason where the sandbox had a hand in how a candidate's worker ended: a
+// limit it reached (named, with its value and the option that sets it) or a system call the
+// filter refused. Read from outside the worker (its exit status and CPU time) where it can be;
+// from the error the worker reported where not.
+#pragma once
+
+#include <string>
+
+#include "kbv/sandbox/spec.h"
+
+namespace kbv::sandbox {
+
+// For a worker that died: killed by SIGSYS (the filter), SIGXFSZ (the file-size limit), SIGXCPU or
+// SIGKILL at the CPU-time limit. Empty when none of these.
+std::string explain_exit(bool signaled, int code, double cpu_seconds, const Limits& limits);
+
+// For an error the worker reported: out of memory, unable to start a process or thread, a file
+// too large (where SIGXFSZ is ignored), no space left in the scratch. Empty when none of these.
+std::string explain_error(const std::string& message, const Limits& limits);
+
+}  // namespace kbv::sandbox
