@@ -24,11 +24,13 @@
 # loop's 21 minutes are not spent again, 4 of its 34 candidates are, for this machine's pace
 # against the record's; its table names both sides' dates; set KBV_COMMIT, the
 # machine's copy of the tree has no git history; the entry is OUT_DIR/bench/RESULTS-entry.md).
+# tests/sandbox/corpus.py on cuda (stage `sandbox`: the hostile corpus, each attack contained) and
+# bench/sandbox_cost.py (stage `sandboxcost`: an evaluation with --sandbox on and off in turns).
 # Prints a short table last. Usage: tests/gpu/run.sh [OUT_DIR]   (stages: KBV_GPU_STAGES)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-${OUT:-$root/build-gpu/out}}
-stages=${KBV_GPU_STAGES:-build compile demo checks hacks}
+stages=${KBV_GPU_STAGES:-build compile demo checks hacks sandbox}
 export KBV_CACHE=${KBV_CACHE:-/tmp/kbv-cache}
 export KBV=$root/build-gpu/kbv
 python=${KBV_PYTHON:-$(command -v python3)}
@@ -51,6 +53,13 @@ for stage in $stages; do
       # One evaluation at a time: two on one GPU time each other's kernels (a floor copy timed beside
       # another evaluation's work once took 0.44 ms for 32 KiB and named an honest candidate).
       python3 tests/hacks/corpus.py cuda "$out/hacks" | tee "$out/hacks.txt" || status=1 ;;
+    sandbox)
+      # The hostile corpus on the GPU: each attack contained, each verdict as in CI's CPU run.
+      python3 tests/sandbox/corpus.py cuda "$out/sandbox" | tee "$out/sandbox.txt" || status=1 ;;
+    sandboxcost)
+      # What the sandbox costs an evaluation: --sandbox on and off in turns, 10 each.
+      python3 bench/sandbox_cost.py "$KBV" examples/problems/1_ReLU.py examples/candidates/1_ReLU/cuda_honest.py \
+        --device cuda --out "$out/sandboxcost.json" | tee "$out/sandboxcost.txt" || status=1 ;;
     run)
       tests/gpu/run_suite.sh "$out/run" | tee "$out/run.txt" || status=1 ;;
     fidelity)

@@ -1,0 +1,237 @@
+// The hostile corpus (tests/sandbox/manifest.tsv) through the real binary: candidates that are
+// honest but for one attack on the machine (signal kbv's processes, read their memory, write its
+// cache, store and folders, reach the network, outlive the evaluation, exhaust processes, memory,
+// CPU time or disk, call ptrace or unshare, forge a reply). Each must end with one record and its
+// expected verdict, and every effect is looked for from outside, not taken from the candidate's
+// word: listeners that must stay silent, files that must not appear, processes that must be gone.
+// Then a kbv run with hostile candidates among honest ones: every record exactly once, the store
+// whole.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Statement.h>
+#include <nlohmann/json.hpp>
+
+#include "kbv_runner.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using kbv::testing::Outcome;
+using nlohmann::json;
+
+const fs::path kRoot = KBV_ROOT_DIR;
+const fs::path kCorpus = kRoot / "tests/sandbox";
+const fs::path kProblem = kRoot / "examples/problems/1_ReLU.py";
+constexpr const char* kWritten = "kbv-hostile-write";
+
+struct Row {
+  std::string candidate, verdict, reason;
+  std::vector<std::string> limits;
+};
+
+std::vector<Row> corpus() {
+  std::vector<Row> rows;
+  for (const auto& cells : kbv::testing::read_tsv((kCorpus / "manifest.tsv").string())) {
+    Row row{cells.at(0), cells.at(2), cells.at(3) == "-" ? "" : cells.at(3), {}};
+    if (cells.at(1) != "-") row.limits = {"--limit", cells.at(1)};
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// A listener the candidates are told about: one that must never get a connection.
+struct Listener {
+  int fd = -1;
+  ~Listener() {
+    if (fd >= 0) close(fd);
+  }
+  bool connected() const {
+    const int peer = accept4(fd, nullptr, nullptr, SOCK_NONBLOCK);
+    if (peer >= 0) close(peer);
+    return peer >= 0;
+  }
+};
+
+Listener tcp_listener(int& port) {
+  Listener l;
+  l.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof address;
+  if (bind(l.fd, reinterpret_cast<sockaddr*>(&address), size) != 0 || listen(l.fd, 8) != 0 ||
+      getsockname(l.fd, reinterpret_cast<sockaddr*>(&address), &size) != 0) {
+    ADD_FAILURE() << "cannot listen on loopback: " << std::strerror(errno);
+  }
+  port = ntohs(address.sin_port);
+  return l;
+}
+
+Listener abstract_listener(const std::string& name) {
+  Listener l;
+  l.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  address.sun_path[0] = '\0';
+  name.copy(address.sun_path + 1, sizeof address.sun_path - 2);
+  const socklen_t size = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  if (bind(l.fd, reinterpret_cast<sockaddr*>(&address), size) != 0 || listen(l.fd, 8) != 0) {
+    ADD_FAILURE() << "cannot listen on an abstract socket: " << std::strerror(errno);
+  }
+  return l;
+}
+
+// Processes whose command line names `mark` (the hostile candidates' daemons and bombs).
+std::vector<std::string> processes_named(const std::string& mark) {
+  std::vector<std::string> found;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string pid = entry.path().filename();
+    if (pid.find_first_not_of("0123456789") != std::string::npos || pid == std::to_string(getpid())) continue;
+    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+    const std::string cmdline(std::istreambuf_iterator<char>(in), {});
+    if (cmdline.find(mark) != std::string::npos) found.push_back(pid + ": " + cmdline);
+  }
+  return found;
+}
+
+// The folders the hostile candidates write into, as they are outside the sandbox (`victim` stands
+// for another candidate's builds).
+std::vector<fs::path> written_targets(const fs::path& cache) {
+  const char* home = std::getenv("HOME");
+  return {"/tmp", home ? fs::path(home) : fs::path("/root"), cache, cache / "extensions", cache / "extensions/victim", cache / "pch",
+          cache / "pycache", "/dev/shm", "/var/tmp", kCorpus / "candidates", kProblem.parent_path()};
+}
+
+class Sandbox : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    scratch_ = fs::temp_directory_path() / ("kbv_sandbox_test_" + std::to_string(getpid()));
+    fs::remove_all(scratch_);
+    fs::create_directories(scratch_ / "cache/extensions/victim");  // another candidate's builds
+    // A cache of this suite's own: nothing of the hostile corpus is built, and what appears there is
+    // known exactly.
+    setenv("KBV_CACHE", (scratch_ / "cache").c_str(), 1);
+    mark_ = "kbv-hostile-mark-" + std::to_string(getpid());
+    setenv("KBV_HOSTILE_MARK", mark_.c_str(), 1);
+    int port = 0;
+    tcp_ = new Listener(tcp_listener(port));
+    setenv("KBV_HOSTILE_PORT", std::to_string(port).c_str(), 1);
+    const std::string socket = "kbv-hostile-" + std::to_string(getpid());
+    unix_ = new Listener(abstract_listener(socket));
+    setenv("KBV_HOSTILE_SOCKET", socket.c_str(), 1);
+  }
+  static void TearDownTestSuite() {
+    delete tcp_;
+    delete unix_;
+    fs::remove_all(scratch_);
+  }
+
+  static inline fs::path scratch_;
+  static inline std::string mark_;
+  static inline Listener* tcp_ = nullptr;
+  static inline Listener* unix_ = nullptr;
+};
+
+void expect_no_effect_outside(const fs::path& cache, const std::string& mark, const Listener& tcp, const Listener& local) {
+  EXPECT_FALSE(tcp.connected()) << "a candidate reached the loopback listener";
+  EXPECT_FALSE(local.connected()) << "a candidate reached the abstract Unix socket";
+  for (const fs::path& folder : written_targets(cache)) {
+    EXPECT_FALSE(fs::exists(folder / kWritten)) << "a candidate wrote " << (folder / kWritten);
+  }
+  // The daemon's and the bomb's processes die with their sandbox, as the evaluation ends.
+  EXPECT_EQ(processes_named(mark), std::vector<std::string>{});
+}
+
+TEST_F(Sandbox, EveryHostileCandidateIsContainedWithOneRecordAndItsVerdict) {
+  const std::vector<Row> rows = corpus();
+  ASSERT_GE(rows.size(), 12u);
+  std::vector<std::pair<std::string, std::vector<std::string>>> jobs;
+  for (const Row& row : rows) {
+    std::vector<std::string> args = {kProblem.string(), (kCorpus / "candidates" / row.candidate).string(),
+                                     "--protocol", "kernelbench", "--timeout", "60", "--quiet"};
+    args.insert(args.end(), row.limits.begin(), row.limits.end());
+    jobs.push_back({row.candidate, args});
+  }
+  const std::map<std::string, Outcome> runs = kbv::testing::kbv_eval_all(jobs);
+
+  for (const Row& row : rows) {
+    const Outcome& r = runs.at(row.candidate);
+    ASSERT_EQ(r.exit_code, 0) << row.candidate << "\n" << r.err;
+    EXPECT_EQ(r.record.value("verdict", "?"), row.verdict) << row.candidate << ": " << r.record.value("verdict_reason", "");
+    EXPECT_NE(r.record.value("verdict_reason", "").find(row.reason), std::string::npos)
+        << row.candidate << ": " << r.record.value("verdict_reason", "");
+    EXPECT_EQ(r.record.at("sandbox").value("enabled", false), true) << row.candidate;
+  }
+  // What /proc showed the reader: its own process, never kbv's command line (which names the folder
+  // of the records, kbv_e2e_*).
+  const std::string log = runs.at("read_others.py").record.at("logs").value("candidate", "");
+  EXPECT_NE(log.find("processes seen: 1"), std::string::npos) << log;
+  EXPECT_EQ(log.find("kbv_e2e_"), std::string::npos) << log;
+  EXPECT_NE(runs.at("forge_reply.py").record.dump().find("forged_reply"), std::string::npos);
+  expect_no_effect_outside(scratch_ / "cache", mark_, *tcp_, *unix_);
+}
+
+TEST_F(Sandbox, KbvRunKeepsEveryRecordOnceWithHostileCandidatesAmongHonestOnes) {
+  const fs::path tree = scratch_ / "run";
+  const fs::path db = tree / "results.sqlite";
+  fs::create_directories(tree / "KernelBench/level1");
+  fs::create_directories(tree / "samples");
+  fs::copy_file(kProblem, tree / "KernelBench/level1/1_ReLU.py");
+  const std::vector<std::string> samples = {"read_others.py", "signal_everyone.py", "write_everywhere.py",
+                                            "daemon.py",      "forge_reply.py",     "fork_bomb.py"};
+  // An honest candidate first and between the hostile ones: each must still be evaluated as usual.
+  std::ofstream(tree / "samples/level_1_problem_1_sample_0_kernel.py")
+      << "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+         "    def forward(self, x):\n        return torch.relu(x)\n";
+  for (size_t i = 0; i < samples.size(); ++i) {
+    fs::copy_file(kCorpus / "candidates" / samples[i], tree / ("samples/level_1_problem_1_sample_" + std::to_string(i + 1) + "_kernel.py"));
+  }
+  setenv("KBV_HOSTILE_STORE", db.c_str(), 1);
+  const std::string command = std::string(KBV_BINARY) + " run --problems '" + (tree / "KernelBench").string() +
+                              "' --samples '" + (tree / "samples").string() + "' --db '" + db.string() +
+                              "' --device cpu --protocols kernelbench --timeout 60 --no-audit --limit processes=48 >'" +
+                              (tree / "run.log").string() + "' 2>&1";
+  const int status = std::system(command.c_str());
+  unsetenv("KBV_HOSTILE_STORE");
+  std::ifstream in(tree / "run.log");
+  const std::string output(std::istreambuf_iterator<char>(in), {});
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << output;
+
+  SQLite::Database store(db.string(), SQLite::OPEN_READONLY);
+  SQLite::Statement integrity(store, "PRAGMA integrity_check");
+  ASSERT_TRUE(integrity.executeStep());
+  EXPECT_EQ(integrity.getColumn(0).getString(), "ok");
+  std::map<std::string, std::string> verdicts;
+  SQLite::Statement rows(store, "SELECT c.path, r.verdict FROM records r JOIN candidates c ON c.id = r.candidate_id");
+  while (rows.executeStep()) {
+    const std::string path = rows.getColumn(0).getString();
+    EXPECT_EQ(verdicts.count(path), 0u) << "two records for " << path;
+    verdicts[path] = rows.getColumn(1).getString();
+  }
+  ASSERT_EQ(verdicts.size(), samples.size() + 1) << output;
+  const auto verdict_of = [&](size_t sample) {
+    return verdicts[(tree / ("samples/level_1_problem_1_sample_" + std::to_string(sample) + "_kernel.py")).string()];
+  };
+  for (size_t sample : {0, 1, 2, 3, 4}) EXPECT_EQ(verdict_of(sample), "pass") << sample << "\n" << output;
+  EXPECT_EQ(verdict_of(5), "hack") << output;
+  EXPECT_EQ(verdict_of(6), "runtime_error") << output;
+  expect_no_effect_outside(scratch_ / "cache", mark_, *tcp_, *unix_);
+}
+
+}  // namespace
