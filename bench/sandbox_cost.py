@@ -1,6 +1,7 @@
 """What the sandbox costs an evaluation: `kbv eval` of one candidate, --sandbox on and off in
-turns (so that drift in the machine falls on both alike), its wall time and stages per run, and the
-median difference last. The candidate's build is made first and cached, so no run builds.
+turns (so that drift in the machine falls on both alike), its wall time and stages per run, the
+median difference, the median of each pair's, and how long the worker took to enter its sandbox.
+The candidate's build is made first and cached, so no run builds.
 
 Usage: python3 bench/sandbox_cost.py KBV PROBLEM CANDIDATE [--device cpu|cuda] [--runs N]
        [--protocol kernelbench|verified] [--out FILE.json]
@@ -44,7 +45,8 @@ def main():
         for i in range(args.runs):
             for sandbox in ("on", "off") if i % 2 == 0 else ("off", "on"):
                 wall, r = evaluate(args.kbv, args.problem, args.candidate, args.device, args.protocol, sandbox, record)
-                runs[sandbox].append({"wall": wall, "verdict": r["verdict"], "stages": r["stage_seconds"]})
+                runs[sandbox].append({"wall": wall, "verdict": r["verdict"], "stages": r["stage_seconds"],
+                                      "setup": r["sandbox"].get("setup_seconds")})
     if args.out:
         with open(args.out, "w") as f:
             json.dump(runs, f, indent=1)
@@ -55,6 +57,13 @@ def main():
         med = {side: statistics.median(run["wall"] if name == "wall" else run["stages"].get(name, 0.0) for run in runs[side])
                for side in runs}
         print(f"{name:22s} {med['on']:9.3f} {med['off']:9.3f} {med['on'] - med['off']:+9.3f}")
+    # Each pair ran back to back: its difference leaves out the drift between pairs.
+    paired = statistics.median(on["wall"] - off["wall"] for on, off in zip(runs["on"], runs["off"]))
+    print(f"{'wall, paired':22s} {'':9s} {'':9s} {paired:+9.3f}   (median of each pair's difference)")
+    setups = [run["setup"] for run in runs["on"] if run["setup"] is not None]
+    if setups:
+        print(f"entering the sandbox, in the candidate's worker beside the reference's start: median "
+              f"{statistics.median(setups) * 1e3:.1f} ms, max {max(setups) * 1e3:.1f} ms")
     verdicts = {side: sorted({run["verdict"] for run in runs[side]}) for side in runs}
     print(f"verdicts: on {verdicts['on']}, off {verdicts['off']}")
 

@@ -178,6 +178,10 @@ TEST_F(Sandbox, EveryHostileCandidateIsContainedWithOneRecordAndItsVerdict) {
         << row.candidate << ": " << r.record.value("verdict_reason", "");
     EXPECT_EQ(r.record.at("sandbox").value("enabled", false), true) << row.candidate;
   }
+  // Entering took its time in the worker: a few milliseconds, not 0 (the worker reported it).
+  const double setup = runs.at("signal_everyone.py").record.at("sandbox").value("setup_seconds", 0.0);
+  EXPECT_GT(setup, 0.0);
+  EXPECT_LT(setup, 5.0);
   // What /proc showed the reader: its own process, never kbv's command line (which names the folder
   // of the records, kbv_e2e_*).
   const std::string log = runs.at("read_others.py").record.at("logs").value("candidate", "");

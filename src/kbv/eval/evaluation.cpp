@@ -109,6 +109,7 @@ void evaluate_candidate(WorkerClient& worker, const EvalRequest& request, const 
                                       Seconds(request.compile_timeout_seconds));
   record.candidate_memory.emplace().footprint_bytes = loaded.header.value("footprint_bytes", 0);
   record.import_steps_seconds = loaded.header.value("steps_seconds", std::map<std::string, double>{});
+  if (loaded.header.contains("sandbox_setup_seconds")) record.sandbox["setup_seconds"] = loaded.header["sandbox_setup_seconds"];
 
   request.progress("candidate: checking " + std::to_string(references.size()) + " input draws");
   stage.emplace(record, "checks");
@@ -285,7 +286,10 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
   // started ahead, it makes its device context (~0.25 s on the H200) and loads kbv's kernels while
   // the reference draws: neither is timed.
   std::unique_ptr<WorkerClient> worker = relay ? std::move(relay->ready) : nullptr;
-  if (!worker) worker = start_candidate_worker(request);
+  if (!worker) {
+    const Stage stage(record, "candidate_start");
+    worker = start_candidate_worker(request);
+  }
   WorkerClient& candidate = *worker;
   // The previous candidate's worker (kbv run), asked to exit, tears down while this evaluation's
   // untimed steps run; it is reaped before anything here is timed, in a stage of its own (outside
@@ -425,10 +429,12 @@ Record evaluate(const EvalRequest& request) {
   WorkerRelay relay;
   relay.ready = start_candidate_worker(request);
   const auto reference_begun = std::chrono::steady_clock::now();
+  const double candidate_start = Seconds(reference_begun - started).count();
   ReferenceSide reference({request.problem, request.device, request.protocol, request.timeout_seconds,
                            request.compile_timeout_seconds, request.launch, request.progress});
   const double reference_start = Seconds(std::chrono::steady_clock::now() - reference_begun).count();
   Record record = evaluate(request, reference, &relay);
+  record.stage_seconds["candidate_start"] = candidate_start;  // its sandbox planned, its process forked
   record.stage_seconds["reference_start"] = reference_start;
   {
     // Both processes tear down their device contexts at once (~0.1 s each on the H200).

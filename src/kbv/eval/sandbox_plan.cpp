@@ -16,8 +16,11 @@ namespace {
 namespace fs = std::filesystem;
 
 // Where the interpreter finds its standard library and packages (its prefixes and sys.path), as it
-// reports them: asked once per interpreter and process (~30 ms).
-const std::vector<std::string>& python_paths(const std::string& python) {
+// reports them: the zygote's, else asked once per interpreter and process (30-150 ms: a start of
+// the interpreter, its site packages' .pth files read).
+const std::vector<std::string>& python_paths(const WorkerLaunch& launch) {
+  if (launch.zygote) return launch.zygote->python_paths();
+  const std::string& python = launch.python;
   static std::mutex mutex;
   static std::map<std::string, std::vector<std::string>> known;
   std::lock_guard lock(mutex);
@@ -60,7 +63,7 @@ std::string canonical_or_given(const std::string& path) {
 
 sandbox::Spec plan_sandbox(const WorkerLaunch& launch, const std::string& cache_dir, const std::vector<std::string>& files) {
   std::set<std::string> readable;
-  for (const std::string& path : python_paths(launch.python)) add_both(readable, path);
+  for (const std::string& path : python_paths(launch)) add_both(readable, path);
   add_both(readable, fs::path(launch.python).parent_path().string());
   for (const char* shared : {"toolchain", "pch", "pycache"}) add_both(readable, (fs::path(cache_dir) / shared).string());
   for (const std::string& file : files) add_both(readable, file);

@@ -52,6 +52,20 @@ void start_interpreter(const std::string& python_executable) {
   Py_DECREF(torch);
 }
 
+std::vector<std::string> search_paths() {
+  std::vector<std::string> paths;
+  const auto add = [&](PyObject* value) {  // borrowed
+    const char* text = value != nullptr && PyUnicode_Check(value) ? PyUnicode_AsUTF8(value) : nullptr;
+    if (text == nullptr) PyErr_Clear();
+    else if (text[0] == '/') paths.emplace_back(text);
+  };
+  for (const char* name : {"prefix", "base_prefix", "exec_prefix", "base_exec_prefix"}) add(PySys_GetObject(name));
+  if (PyObject* path = PySys_GetObject("path"); path != nullptr && PyList_Check(path)) {
+    for (Py_ssize_t i = 0; i < PyList_Size(path); ++i) add(PyList_GetItem(path, i));
+  }
+  return paths;
+}
+
 std::string default_python_executable() {
   if (const char* env = std::getenv("KBV_PYTHON"); env != nullptr && *env != '\0') return env;
   return KBV_PYTHON_EXECUTABLE;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace kbv::python {
 
@@ -10,6 +11,10 @@ namespace kbv::python {
 // torch, which must precede wrapping any tensor for Python. One per process; the calling thread
 // keeps the GIL. Never finalized: workers end with _exit, since torch's teardown is not safe.
 void start_interpreter(const std::string& python_executable);
+
+// Where the running interpreter finds its standard library and packages: its four prefixes and
+// sys.path, the absolute ones (a sandboxed worker must be able to read them).
+std::vector<std::string> search_paths();
 
 // KBV_PYTHON from the environment, else the interpreter kbv was built against.
 std::string default_python_executable();

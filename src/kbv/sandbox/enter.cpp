@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <stdexcept>
@@ -58,9 +59,12 @@ void drop_privileges(uid_t uid, gid_t gid) {
   check(prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "PR_SET_DUMPABLE");  // /proc/self stays the process's own
 }
 
+double entered_seconds = -1;
+
 }  // namespace
 
 void enter(const Spec& spec) {
+  const auto started = std::chrono::steady_clock::now();
   if (geteuid() != 0) throw std::runtime_error("sandbox: needs to be started as root (or run with --sandbox off)");
   const pid_t outer = outer_pid();
   if (getsid(0) != getpid()) check(setsid(), "setsid");
@@ -74,6 +78,7 @@ void enter(const Spec& spec) {
   umask(002);  // its builds stay writable by the group: a later sandbox loads them again
   check(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS");
   install_seccomp_filter();
+  entered_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 }
 
 void enter_or_exit(const Spec& spec) {
@@ -85,5 +90,7 @@ void enter_or_exit(const Spec& spec) {
     _exit(kSetupFailedExit);
   }
 }
+
+double setup_seconds() { return entered_seconds; }
 
 }  // namespace kbv::sandbox

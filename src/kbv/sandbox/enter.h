@@ -27,4 +27,7 @@ void enter(const Spec& spec);
 // enter(), or a line on stderr and _exit(kSetupFailedExit).
 void enter_or_exit(const Spec& spec);
 
+// How long this process's enter() took (the record's sandbox.setup_seconds); -1 when it entered none.
+double setup_seconds();
+
 }  // namespace kbv::sandbox

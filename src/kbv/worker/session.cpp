@@ -16,6 +16,7 @@
 #include "kbv/inputs/families.h"
 #include "kbv/measure/statistics.h"
 #include "kbv/python/harness.h"
+#include "kbv/sandbox/enter.h"
 #include "kbv/worker/kernel_warmup.h"
 
 namespace py = pybind11;
@@ -108,6 +109,7 @@ nlohmann::json Session::load(const nlohmann::json& command) {
   py::module_& harness = python::harness();
   protocol_ = command.at("protocol");
   nlohmann::json facts = {{"versions", harness.attr("versions")().cast<std::map<std::string, std::string>>()}};
+  if (const double entered = sandbox::setup_seconds(); entered >= 0) facts["sandbox_setup_seconds"] = entered;
   // Each step's seconds, where the load's time goes (the record's import_steps_seconds).
   auto last = std::chrono::steady_clock::now();
   const auto step = [&](const char* name) {

@@ -31,7 +31,7 @@ nlohmann::json receive_reply(int socket, Clock::time_point deadline, const std::
     if (ready == -1 && errno == EINTR) continue;
     if (ready == -1) detail::throw_syscall_error(errno, "poll(zygote socket)", __FILE__, __LINE__);
     if (ready == 0) throw ZygoteFailed("the zygote did not answer '" + what + "' in time");
-    char buffer[4096];
+    char buffer[1 << 16];  // the start's reply names the interpreter's paths
     const ssize_t n = recv(socket, buffer, sizeof buffer, 0);
     if (n == -1 && errno == EINTR) continue;
     if (n <= 0) throw ZygoteFailed("the zygote is gone (during '" + what + "')");
@@ -74,14 +74,15 @@ std::shared_ptr<Zygote> Zygote::start(const std::string& executable, const std::
   WorkerProcess process =
       WorkerProcess::start({executable, "worker", "--role", "zygote", "--python", python}, {}, 64 * 1024, theirs.get());
   theirs.reset();  // else a dead zygote would never read as EOF
+  std::vector<std::string> python_paths;
   try {
-    receive_reply(ours.get(), deadline_after(timeout), "start");
+    python_paths = receive_reply(ours.get(), deadline_after(timeout), "start").value("python_paths", python_paths);
   } catch (const ZygoteFailed& failed) {
     process.kill();
     process.wait();
     throw ZygoteFailed(std::string(failed.what()) + "; its output: " + process.log_tail());
   }
-  return std::make_shared<Zygote>(std::move(process), std::move(ours));
+  return std::make_shared<Zygote>(std::move(process), std::move(ours), std::move(python_paths));
 }
 
 WorkerProcess Zygote::spawn(const std::string& role, const std::vector<std::pair<std::string, std::string>>& environment,

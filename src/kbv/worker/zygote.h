@@ -50,7 +50,12 @@ class Zygote {
                       std::chrono::duration<double> timeout = std::chrono::seconds(60), int inherited_fd = -1,
                       const nlohmann::json& sandbox = nullptr);
 
-  Zygote(WorkerProcess process, UniqueFd socket) : process_(std::move(process)), socket_(std::move(socket)) {}
+  // Where its interpreter, and so every worker forked from it, finds its standard library and
+  // packages (python::search_paths()).
+  const std::vector<std::string>& python_paths() const { return python_paths_; }
+
+  Zygote(WorkerProcess process, UniqueFd socket, std::vector<std::string> python_paths)
+      : process_(std::move(process)), socket_(std::move(socket)), python_paths_(std::move(python_paths)) {}
 
  private:
   std::mutex mutex_;
@@ -58,6 +63,7 @@ class Zygote {
   std::string broken_reason_;
   WorkerProcess process_;
   UniqueFd socket_;  // SOCK_SEQPACKET: one request (JSON + three or four fds), one reply (JSON) each
+  std::vector<std::string> python_paths_;
 };
 
 // The zygote's side, `kbv worker --role zygote`: starts the interpreter, then forks a worker for

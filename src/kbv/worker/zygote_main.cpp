@@ -140,7 +140,7 @@ int run_zygote(const std::string& python_executable) {
   python::start_interpreter(python_executable);
   python::preload_for_workers();
   const pid_t parent = getppid();
-  reply({{"ready", true}});
+  reply({{"ready", true}, {"python_paths", python::search_paths()}});
   for (;;) {
     Request request = receive_request();
     if (request.n == 0) {  // the parent closed the socket: done (no interpreter or torch teardown)
