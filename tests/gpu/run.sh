@@ -57,9 +57,9 @@ for stage in $stages; do
       # The hostile corpus on the GPU: each attack contained, each verdict as in CI's CPU run.
       python3 tests/sandbox/corpus.py cuda "$out/sandbox" | tee "$out/sandbox.txt" || status=1 ;;
     sandboxcost)
-      # What the sandbox costs an evaluation: --sandbox on and off in turns, 10 each.
+      # What the sandbox costs an evaluation: --sandbox on and off in turns (KBV_SANDBOX_RUNS each, 10).
       python3 bench/sandbox_cost.py "$KBV" examples/problems/1_ReLU.py examples/candidates/1_ReLU/cuda_honest.py \
-        --device cuda --out "$out/sandboxcost.json" | tee "$out/sandboxcost.txt" || status=1 ;;
+        --device cuda --runs "${KBV_SANDBOX_RUNS:-10}" --out "$out/sandboxcost.json" | tee "$out/sandboxcost.txt" || status=1 ;;
     run)
       tests/gpu/run_suite.sh "$out/run" | tee "$out/run.txt" || status=1 ;;
     fidelity)
