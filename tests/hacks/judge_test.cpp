@@ -78,6 +78,34 @@ TEST(Judge, NegligibleOwnShareIsNoCustomKernel) {
   EXPECT_NE(find(judge_probe(clean_probe(trace), reference, 1e-4, kDetection), "no_custom_kernel"), nullptr);
 }
 
+TEST(Judge, CpuLibraryCallsBelowTheDispatcherAreNotItsOwnWork) {
+  // The extension's whole time was at::cpu::addmm and at::cpu::gelu: the profiler saw no aten op.
+  const json reference = {{"library_ops", {{"aten::linear", 2e-4}, {"aten::gelu", 5e-5}}}};
+  json probe = clean_probe(cpu_trace({{"ext.mlp", 1}}, 3e-4, {{"aten::t", 1e-6}}));
+  EXPECT_TRUE(judge_probe(probe, reference, 1e-4, kDetection).empty());  // what the trace alone says
+  probe["library_calls"] = {{{"symbol", "at::cpu::addmm(...)"}, {"library", "ATen below the dispatcher (at::cpu)"}, {"extension", "x"}}};
+  const auto findings = judge_probe(probe, reference, 1e-4, kDetection);
+  const Finding* none = find(findings, "no_custom_kernel");
+  ASSERT_NE(none, nullptr);
+  EXPECT_EQ(none->severity, "error");
+  EXPECT_EQ(none->evidence[0]["library_calls"][0]["symbol"], "at::cpu::addmm(...)");
+}
+
+TEST(Judge, GpuKernelsOfLibraryCallsLeaveTheOwnShare) {
+  // The worker counted the cuBLAS kernel as the library's (its extension does not define it); its
+  // own epilogue kernel is 20% of the work: a partial replacement, a warning with the calls.
+  const json reference = {{"library_ops", {{"aten::linear", 2e-4}, {"aten::gelu", 5e-5}}}};
+  json trace = {{"extension_calls", {{"ext.mlp", 1}}}, {"own_seconds", 0.0}, {"library_ops", json::object()}, {"current_stream", 7},
+                {"kernels", {{{"name", "sm90_xmma_gemm"}, {"stream", 7}, {"seconds", 8e-5}, {"own", false}, {"after_return", false}},
+                             {{"name", "gelu_kernel(float*)"}, {"stream", 7}, {"seconds", 2e-5}, {"own", true}, {"after_return", false}}}}};
+  json probe = clean_probe(trace);
+  probe["library_calls"] = {{{"symbol", "cublasSgemm_v2"}, {"library", "cuBLAS"}, {"extension", "x"}}};
+  const auto findings = judge_probe(probe, reference, 1e-4, kDetection);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].id, "library_fallback");
+  EXPECT_EQ(findings[0].evidence[0]["library_calls"][0]["library"], "cuBLAS");
+}
+
 TEST(Judge, KernelsOnAnotherStreamAreSideStream) {
   const json trace = {{"extension_calls", {{"ext.relu", 1}}}, {"own_seconds", 0.0},
                       {"library_ops", json::object()}, {"current_stream", 7},

@@ -68,8 +68,10 @@ json top(const json& named_seconds, size_t count) {
   return out;
 }
 
-void judge_trace(const json& trace, const json& reference_trace, const protocol::Detection& detection,
-                 std::vector<Finding>& out) {
+// `library_calls`: the library compute its extensions import below the dispatcher (the probe's
+// `library_calls`; on the GPU their kernels are already counted as the library's).
+void judge_trace(const json& trace, const json& reference_trace, const json& library_calls,
+                 const protocol::Detection& detection, std::vector<Finding>& out) {
   const bool gpu = trace.contains("kernels");
   double own = 0, library = 0;
   json library_work = json::object(), low_precision = json::array(), side = json::array();
@@ -106,27 +108,39 @@ void judge_trace(const json& trace, const json& reference_trace, const protocol:
       library += seconds.get<double>();
       library_work[op] = seconds;
     }
+    // Its extensions' time holds library work the profiler does not see: none of it is credited.
+    if (!library_calls.empty()) {
+      library += own;
+      library_work["(its extensions' library calls)"] = own;
+      own = 0;
+    }
   }
   const json& ops = trace["library_ops"];
   const json library_top = top(library_work, 5);
+  const auto with_calls = [&](json evidence) {
+    if (!library_calls.empty()) evidence["library_calls"] = library_calls;
+    return evidence;
+  };
   if (!any_own) {
     out.push_back(finding("no_custom_kernel", "error",
-                          {{"why", gpu ? "no kernel launched by the candidate's own code ran during forward"
-                                       : "none of the candidate's compiled functions was called during forward"},
-                           {"library_work", library_top}}));
+                          with_calls({{"why", gpu ? "no kernel launched by the candidate's own code ran during forward"
+                                                  : "none of the candidate's compiled functions was called during forward"},
+                                      {"library_work", library_top}})));
     return;
   }
   const std::vector<std::string> covered = covered_reference_ops(reference_trace, ops);
-  const double share = own + library > 0 ? own / (own + library) : 1.0;
+  const double share = own + library > 0 ? own / (own + library) : (library_calls.empty() || gpu ? 1.0 : 0.0);
   if (!covered.empty()) {
     out.push_back(finding("no_custom_kernel", "error",
                           {{"why", "library ops ran every compute op of the reference: its own code is an alibi"},
                            {"reference_ops", covered}, {"own_share", share}, {"library_work", library_top}}));
   } else if (share < detection.alibi_share) {
-    out.push_back(finding("no_custom_kernel", "error",
-                          {{"why", "its own code is a negligible share of the work"}, {"own_share", share}, {"library_work", library_top}}));
+    const char* why = !gpu && !library_calls.empty()
+                          ? "its compiled code calls library compute below the dispatcher, whose time cannot be told from its own"
+                          : "its own code is a negligible share of the work";
+    out.push_back(finding("no_custom_kernel", "error", with_calls({{"why", why}, {"own_share", share}, {"library_work", library_top}})));
   } else if (1.0 - share >= detection.library_warning_share) {
-    out.push_back(finding("library_fallback", "warning", {{"library_share", 1.0 - share}, {"library_work", library_top}}));
+    out.push_back(finding("library_fallback", "warning", with_calls({{"library_share", 1.0 - share}, {"library_work", library_top}})));
   }
   if (!low_precision.empty()) {
     out.push_back(finding("precision_downgrade", "warning", {{"why", "16-bit kernels ran"}, {"kernels", low_precision}}));
@@ -177,7 +191,9 @@ std::vector<Finding> judge_probe(const json& probe, const json& reference_trace,
     out.push_back(finding("uninitialized_output", "error",
                           {{"why", "the output changes with what memory held before the call"}, {"scaled_error", poison_error}, {"tolerance", tolerance}}));
   }
-  if (probe.contains("trace")) judge_trace(probe["trace"], reference_trace, detection, out);
+  if (probe.contains("trace")) {
+    judge_trace(probe["trace"], reference_trace, probe.value("library_calls", json::array()), detection, out);
+  }
   return out;
 }
 

@@ -23,7 +23,10 @@ std::vector<protocol::Finding> watched_findings(const nlohmann::json& findings);
 
 // The probe (Session::probe) judged against the draw's tolerance: call_dependent, output_reuse,
 // uninitialized_output; and its trace against the reference's: no_custom_kernel,
-// library_fallback, side_stream, and 16-bit kernels as precision evidence.
+// library_fallback, side_stream, and 16-bit kernels as precision evidence. Library compute its
+// extensions reach below the dispatcher (the probe's library_calls) is never its own work: on the
+// GPU the worker counted those calls' kernels as the library's; on the CPU, where its extensions'
+// time cannot be split, none of that time is credited to it.
 std::vector<protocol::Finding> judge_probe(const nlohmann::json& probe, const nlohmann::json& reference_trace,
                                            double tolerance, const protocol::Detection& detection);
 

@@ -60,6 +60,19 @@ constexpr Rule kRules[] = {
     {"std::async", "background_thread"},   {"pthread_create", "background_thread"},
     {"fork(", "background_thread"},
 
+    // Library compute reached below the dispatcher, unseen by the profiler (library_entry.h).
+    {"at::cpu::", "hidden_library_call"},                     {"at::native::", "hidden_library_call"},
+    {"at::meta::", "hidden_library_call"},                    {"at::cuda::blas::", "hidden_library_call"},
+    {"at::compositeexplicitautograd::", "hidden_library_call"},
+    {"at::compositeexplicitautogradnonfunctional::", "hidden_library_call"},
+    {"at::compositeimplicitautograd::", "hidden_library_call"},
+    {"redispatch", "hidden_library_call"},                    {"getCurrentCUDABlasHandle", "hidden_library_call"},
+    {"cublasCreate", "hidden_library_call"},                  {"cublasCreate_v2", "hidden_library_call"},
+    {"cublasSgemm", "hidden_library_call"},                   {"cublasSgemm_v2", "hidden_library_call"},
+    {"cublasGemmEx", "hidden_library_call"},                  {"cublasGemmStridedBatchedEx", "hidden_library_call"},
+    {"cublasLtMatmul", "hidden_library_call"},                {"cudnnCreate", "hidden_library_call"},
+    {"cblas_sgemm", "hidden_library_call"},                   {"sgemm_", "hidden_library_call"},
+
     {"__half", "precision_downgrade"},            {"half2", "precision_downgrade"},
     {"__half2", "precision_downgrade"},           {"__nv_bfloat16", "precision_downgrade"},
     {"__nv_bfloat162", "precision_downgrade"},    {"nv_bfloat16", "precision_downgrade"},

@@ -3,7 +3,10 @@
 #include <sched.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <set>
+#include <string>
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/python_variable.h>
@@ -17,6 +20,7 @@
 #include "kbv/measure/statistics.h"
 #include "kbv/python/harness.h"
 #include "kbv/sandbox/enter.h"
+#include "kbv/worker/extension_symbols.h"
 #include "kbv/worker/kernel_warmup.h"
 
 namespace py = pybind11;
@@ -361,6 +365,14 @@ py::object bound_forward(const py::object& model, const py::list& inputs) {
   return py::module_::import("functools").attr("partial")(python::harness().attr("forward"), model, inputs);
 }
 
+// Whether one of `defined` (an extension's functions, demangled) is the kernel the trace names
+// (cut at 200 characters, as monitor.py cuts it).
+bool defines_kernel(const std::set<std::string>& defined, const std::string& name) {
+  if (name.size() < 200) return defined.count(name) > 0;
+  const auto it = defined.lower_bound(name);
+  return it != defined.end() && it->starts_with(name);
+}
+
 }  // namespace
 
 nlohmann::json Session::trace(const nlohmann::json& spec, const std::string& mode) {
@@ -444,6 +456,24 @@ nlohmann::json Session::probe(const nlohmann::json& spec, const nlohmann::json& 
     probe["trace"] = traced_forward(inputs, mode);
   } catch (const Failure& failure) {
     probe["trace_error"] = failure.what();
+  }
+
+  // 4b. What its compiled code calls below the dispatcher, which the trace cannot see. On the GPU,
+  // a kernel launched outside any aten op is the candidate's only when its compiled code defines
+  // it: the rest were launched by those library calls.
+  if (const char* folder = std::getenv("TORCH_EXTENSIONS_DIR")) {
+    const ExtensionSymbols symbols = extension_symbols(folder);
+    if (!symbols.library_calls.empty()) {
+      probe["library_calls"] = symbols.library_calls;
+      if (probe.contains("trace") && probe["trace"].contains("kernels")) {
+        for (nlohmann::json& kernel : probe["trace"]["kernels"]) {
+          if (kernel["own"].get<bool>() && !defines_kernel(symbols.defined, kernel["name"].get<std::string>())) {
+            kernel["own"] = false;
+            kernel["launched_in"] = "a library call of the candidate's extension";
+          }
+        }
+      }
+    }
   }
 
   // 5. The same buffers with another draw's content: the parent judges the output against that
