@@ -63,4 +63,15 @@ std::int64_t nan_introduced(const std::vector<at::Tensor>& clean, const std::vec
   return count;
 }
 
+std::vector<size_t> foreign_outputs(const std::vector<at::Tensor>& outputs) {
+  std::vector<size_t> foreign;
+  const c10::DeleterFnPtr counted = c10::GetAllocator(c10::kCPU)->raw_deleter();
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const at::Tensor& t = outputs[i];
+    if (!t.defined() || !t.is_cpu() || t.layout() != at::kStrided || !t.has_storage() || t.storage().nbytes() == 0) continue;
+    if (t.storage().data_ptr().get_deleter() != counted) foreign.push_back(i);
+  }
+  return foreign;
+}
+
 }  // namespace kbv::hacks

@@ -79,6 +79,13 @@ void CandidateWatch::after_call(const std::vector<at::Tensor>& inputs, const std
   for (const auto& [output, input] : hacks::overlaps(outputs, inputs)) {
     add("output_aliases_input", "error", {{"when", when}, {"output", output}, {"input", input}});
   }
+  if (!foreign_noted_) {
+    if (const std::vector<size_t> foreign = hacks::foreign_outputs(outputs); !foreign.empty()) {
+      foreign_noted_ = true;  // once: a timed batch would repeat it on every call
+      add("foreign_output", "error",
+          {{"when", when}, {"outputs", foreign}, {"why", "its memory is not from the allocator kbv watches (from_blob, a mapping of its own)"}});
+    }
+  }
   if (!flags.is_null()) {
     const nlohmann::json now = to_json(python::monitor().attr("tf32_flags")());
     if (now != flags) add("global_state_tamper", "error", {{"when", when}, {"tf32_set", flags}, {"tf32_after_call", now}});

@@ -1,8 +1,9 @@
 // The runtime watch over a candidate in its own process (PROTOCOL.md, "Findings"; monitor.py holds
 // the Python half). It notes what the candidate did that it must not: builds that failed and were
 // swallowed, the problem's own code run, torch's global state or the harness changed, inputs
-// changed, outputs sharing storage with inputs, threads left running. Each fact becomes a finding
-// with its evidence; the parent merges them with its own judgements.
+// changed, outputs sharing storage with inputs or in memory not from kbv's allocator, threads left
+// running. Each fact becomes a finding with its evidence; the parent merges them with its own
+// judgements.
 #pragma once
 
 #include <optional>
@@ -45,6 +46,7 @@ class CandidateWatch {
   std::string problem_path_, candidate_path_;
   pybind11::object before_import_;  // monitor.snapshot() before the candidate ran at all
   std::vector<nlohmann::json> findings_;
+  bool foreign_noted_ = false;
 };
 
 // A Python dict or list (of plain values) as JSON.
