@@ -8,10 +8,13 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 DEVICE ?= $(shell $(PYTHON) -c 'import torch; print("cuda" if torch.cuda.is_available() else "cpu")' 2>/dev/null || echo cpu)
 
-.PHONY: build test demo deps clean
+.PHONY: build test demo deps test-deps clean
 
 deps:
 	@scripts/install-deps.sh
+
+test-deps:
+	@scripts/install-test-deps.sh
 
 $(BUILD)/build.ninja: CMakeLists.txt | deps
 	cmake -S . -B $(BUILD) -G Ninja -DPython3_EXECUTABLE=$(PYTHON)
@@ -19,7 +22,7 @@ $(BUILD)/build.ninja: CMakeLists.txt | deps
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-test: build
+test: build test-deps
 	cd $(BUILD) && ctest --output-on-failure
 
 demo: build
