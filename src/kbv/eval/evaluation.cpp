@@ -99,14 +99,25 @@ void evaluate_candidate(WorkerClient& worker, const EvalRequest& request, const 
     const Reply screened = worker.request({{"cmd", "screen"}, {"candidate", request.candidate}}, Seconds(request.timeout_seconds));
     hacks::merge(record.findings, hacks::static_findings(screened.header));
   }
+  const auto gather_watched = [&] {
+    if (!detect) return;
+    const Stage stage(record, "findings");
+    const Reply watched = worker.request({{"cmd", "findings"}}, Seconds(request.timeout_seconds));
+    hacks::merge(record.findings, hacks::watched_findings(watched.header.at("findings")));
+  };
+  // The first checked draw is also drawn before the candidate is imported. When it matches the
+  // reference's there, this process reproduces the problem's inputs, and kbv's families are
+  // seeded transforms of them: a draw that differs after the import is the candidate's doing.
+  const auto first_checked = std::find_if(references.begin(), references.end(), [](const ReferenceDraw& r) { return r.skip_reason.empty(); });
+  json load = {{"cmd", "load"},
+               {"problem", request.problem},
+               {"candidate", request.candidate},
+               {"device", request.device},
+               {"protocol", protocol::to_json(protocol)}};
+  if (first_checked != references.end()) load["draw"] = first_checked->draw.to_json();
   request.progress("candidate: importing (compiles its kernels)");
   std::optional<Stage> stage(std::in_place, record, "import");
-  const Reply loaded = worker.request({{"cmd", "load"},
-                                       {"problem", request.problem},
-                                       {"candidate", request.candidate},
-                                       {"device", request.device},
-                                       {"protocol", protocol::to_json(protocol)}},
-                                      Seconds(request.compile_timeout_seconds));
+  const Reply loaded = worker.request(load, Seconds(request.compile_timeout_seconds));
   record.candidate_memory.emplace().footprint_bytes = loaded.header.value("footprint_bytes", 0);
   record.import_steps_seconds = loaded.header.value("steps_seconds", std::map<std::string, double>{});
   if (loaded.header.contains("sandbox_setup_seconds")) record.sandbox["setup_seconds"] = loaded.header["sandbox_setup_seconds"];
@@ -121,8 +132,20 @@ void evaluate_candidate(WorkerClient& worker, const EvalRequest& request, const 
     const Reply reply = worker.request({{"cmd", "check"}, {"draw", reference.draw.to_json()}, {"modes", {"candidate"}}},
                                        Seconds(request.timeout_seconds), Outputs::until_next_request);  // judged here
     if (reply.header.at("checksum") != reference.checksum) {
-      throw EvalError("the two workers drew different inputs for one seed (does get_inputs() use a random source "
-                      "other than torch, numpy or random?)");
+      if (first_checked == references.end() || loaded.header.value("draw_checksum", json()) != first_checked->checksum) {
+        throw EvalError("the two workers drew different inputs for one seed (does get_inputs() use a random source "
+                        "other than torch, numpy or random?)");
+      }
+      hacks::merge(record.findings, {{"global_state_tamper", "error",
+                                      json::array({{{"source", "runtime"}, {"when", "checks"}, {"draw", reference.draw.to_json()},
+                                                    {"why", "its worker drew the reference's first inputs before the candidate's import; after it, "
+                                                            "this draw differed from the reference's"}}})}});
+      record.verdict = detect ? Verdict::hack : Verdict::runtime_error;
+      record.verdict_reason = "the candidate changed how the problem's inputs are drawn (torch's global state): its outputs "
+                              "cannot be checked against the reference's";
+      stage.reset();
+      gather_watched();
+      return;
     }
     std::vector<std::optional<std::string>> bad;
     auto outputs = outputs_by_mode(reply, &bad);
@@ -173,11 +196,7 @@ void evaluate_candidate(WorkerClient& worker, const EvalRequest& request, const 
       }
     }
   }
-  if (detect) {
-    stage.emplace(record, "findings");
-    const Reply watched = worker.request({{"cmd", "findings"}}, Seconds(request.timeout_seconds));
-    hacks::merge(record.findings, hacks::watched_findings(watched.header.at("findings")));
-  }
+  gather_watched();
 }
 
 // The reference's side of the timed outputs' checks goes in requests of this many calls: one per

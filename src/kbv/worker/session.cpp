@@ -146,6 +146,11 @@ nlohmann::json Session::load(const nlohmann::json& command) {
   const std::uint64_t seed = protocol_.at("init_seed");
   const std::int64_t before = memory_->allocated();
   step("problem");
+  if (role_ == Role::candidate && command.contains("draw")) {
+    // What this process draws for a seed before any of the candidate's code ran.
+    facts["draw_checksum"] = input_checksum(draw(command["draw"]));
+    step("draw_before_import");
+  }
 
   if (role_ == Role::reference) {
     model_ = guarded("problem_error", "constructing Model(*get_init_inputs()) raised",
