@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -66,6 +67,32 @@ TEST_F(Discovery, OneLevelsFolderServesAsTheProblems) {
   const auto found = discover_samples(at("KernelBench/level2"), at("runs/gpt"), "gpt");
   ASSERT_EQ(found.jobs.size(), 1u);
   EXPECT_EQ(found.jobs[0].problem.name, "Conv_ReLU");
+}
+
+TEST_F(Discovery, OneProblemFileServesAsTheProblems) {
+  const auto found = discover_samples(at("KernelBench/level1/19_ReLU.py"), at("runs/gpt"), "gpt");
+  ASSERT_EQ(found.jobs.size(), 2u);  // the two samples of level 1 problem 19
+  EXPECT_EQ(found.jobs[0].problem.name, "ReLU");
+  EXPECT_EQ(found.unmatched.size(), 4u);  // the other three samples and scratch.py, each with its reason
+}
+
+TEST_F(Discovery, ProblemsOfAnyNameButPackagesAndPrivateModules) {
+  write("mine/relu.py", "class Model: pass\n");
+  write("mine/3_Softmax.py", "class Model: pass\n");
+  write("mine/_helpers.py", "");
+  write("mine/__init__.py", "");
+  write("mine/notes.txt", "");
+  auto problems = kbv::run::find_problems(at("mine"));
+  std::sort(problems.begin(), problems.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(problems[0].name, "Softmax");
+  EXPECT_EQ(problems[0].number, 3);
+  EXPECT_EQ(problems[1].name, "relu");
+  EXPECT_FALSE(problems[1].number);
+  EXPECT_FALSE(problems[1].level);
+  ASSERT_EQ(kbv::run::find_problems(at("mine/relu.py")).size(), 1u);
+  EXPECT_THROW(kbv::run::find_problems(at("mine/notes.txt")), std::runtime_error);
+  EXPECT_THROW(kbv::run::find_problems(at("mine/missing.py")), std::runtime_error);
 }
 
 TEST_F(Discovery, ManifestRowsResolveFromTheManifestsFolder) {

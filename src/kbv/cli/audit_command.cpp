@@ -31,8 +31,9 @@ CLI::App* add_audit_command(CLI::App& app, AuditOptions& o) {
       "Findings: identity_under_inputs, near_zero_output, constant_output, unused_input, stochastic_reference,\n"
       "low_sensitivity, out_of_domain_families, huge_memory; `cured` says whether the verified protocol's\n"
       "hidden families (or its refusal to score) take away what a cheat would gain. docs/audit.md says how each is decided.");
-  cmd->add_option("--problems", o.problems, "Folder of problem files ({id}_{Name}.py, as in KernelBench's level folders)")
-      ->required()->check(CLI::ExistingDirectory);
+  cmd->add_option("--problems", o.problems,
+                  "A problem file, or a folder of them (KernelBench's KernelBench/ or level folders, or any .py files)")
+      ->required()->check(CLI::ExistingPath);
   cmd->add_option("--device", o.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   cmd->add_option("--json", o.json_path, "Write every problem's findings and raw facts as JSON to this file");
   cmd->add_option("--memory-share", o.memory_share, "huge_memory: one draw's inputs and outputs above this share of the device")
@@ -43,12 +44,17 @@ CLI::App* add_audit_command(CLI::App& app, AuditOptions& o) {
 
 int audit_command(const AuditOptions& o, const eval::WorkerLaunch& launch) {
   audit::AuditRequest request;
-  request.problems = run::find_problems(o.problems);
+  try {
+    request.problems = run::find_problems(o.problems);
+  } catch (const std::runtime_error& error) {
+    std::cerr << "kbv audit: " << error.what() << "\n";
+    return 1;
+  }
   std::sort(request.problems.begin(), request.problems.end(), [](const auto& a, const auto& b) {
     return std::tuple(a.level.value_or(0), a.number.value_or(0), a.path) < std::tuple(b.level.value_or(0), b.number.value_or(0), b.path);
   });
   if (request.problems.empty()) {
-    std::cerr << "kbv audit: no problem files ({id}_{Name}.py) under " << o.problems << "\n";
+    std::cerr << "kbv audit: no problem files (.py) under " << o.problems << "\n";
     return 1;
   }
   request.device = o.device;

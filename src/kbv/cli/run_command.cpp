@@ -32,7 +32,8 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
       "level_{L}_problem_{id}_sample_{s}_kernel.py), or --manifest (CSV/TSV with a header naming problem and candidate,\n"
       "optionally run, sample and device; or JSON Lines with those keys). Files that cannot be used are listed.\n"
       "Rerunning the same command skips every record already in --db.");
-  auto* problems = cmd->add_option("--problems", o.problems, "KernelBench problem folder")->check(CLI::ExistingDirectory);
+  auto* problems =
+      cmd->add_option("--problems", o.problems, "KernelBench problem folder, or one problem file")->check(CLI::ExistingPath);
   auto* samples = cmd->add_option("--samples", o.samples, "Folder of generated samples")->check(CLI::ExistingDirectory);
   auto* manifest = cmd->add_option("--manifest", o.manifest, "CSV, TSV or JSONL manifest")->check(CLI::ExistingFile);
   problems->needs(samples);

@@ -28,19 +28,26 @@ std::optional<int> level_of(const fs::path& folder) {
   return std::nullopt;
 }
 
-// The problem's identity from its path; nullopt for a file that is no problem (`__init__.py`).
-std::optional<store::ProblemInfo> problem_info(const fs::path& path) {
-  std::smatch m;
-  const std::string name = path.filename().string();
-  if (!std::regex_match(name, m, kProblemFile)) return std::nullopt;
+// The problem's identity from its path: the level of a `level{L}` folder, the id and name of a
+// `{id}_{Name}.py` file (KernelBench's), else the file's stem as its name.
+store::ProblemInfo problem_info(const fs::path& path) {
   store::ProblemInfo info;
   info.path = fs::absolute(path).lexically_normal().string();
   info.level = level_of(path.parent_path());
-  info.number = std::stoi(m[1]);
-  info.name = m[2];
+  std::smatch m;
+  const std::string name = path.filename().string();
+  if (std::regex_match(name, m, kProblemFile)) {
+    info.number = std::stoi(m[1]);
+    info.name = m[2];
+  } else {
+    info.name = path.stem().string();
+  }
   info.content_key = file_content_key(info.path);
   return info;
 }
+
+// A folder's `.py` files are problems but for a package's `__init__.py` and private modules (`_x.py`).
+bool problem_file(const fs::path& path) { return path.extension() == ".py" && !path.filename().string().starts_with("_"); }
 
 // A candidate's content key, or why it cannot be used.
 std::optional<std::string> readable(const fs::path& path, std::string& reason) {
@@ -88,21 +95,24 @@ std::vector<std::string> split_csv(const std::string& line, char separator) {
 
 }  // namespace
 
-std::vector<store::ProblemInfo> find_problems(const std::string& problems_root) {
-  if (!fs::is_directory(problems_root)) throw std::runtime_error("--problems: no such folder: " + problems_root);
-  std::vector<store::ProblemInfo> problems;
-  for (const auto& entry : fs::recursive_directory_iterator(problems_root)) {
-    if (!entry.is_regular_file() || entry.path().extension() != ".py") continue;
-    if (auto info = problem_info(entry.path())) problems.push_back(std::move(*info));
+std::vector<store::ProblemInfo> find_problems(const std::string& problems) {
+  if (fs::is_regular_file(problems)) {
+    if (fs::path(problems).extension() != ".py") throw std::runtime_error("--problems: not a Python file: " + problems);
+    return {problem_info(problems)};
   }
-  return problems;
+  if (!fs::is_directory(problems)) throw std::runtime_error("--problems: no such file or folder: " + problems);
+  std::vector<store::ProblemInfo> found;
+  for (const auto& entry : fs::recursive_directory_iterator(problems)) {
+    if (entry.is_regular_file() && problem_file(entry.path())) found.push_back(problem_info(entry.path()));
+  }
+  return found;
 }
 
 Discovery discover_samples(const std::string& problems_root, const std::string& samples_dir, const std::string& run_name) {
   if (!fs::is_directory(samples_dir)) throw std::runtime_error("--samples: no such folder: " + samples_dir);
   std::map<std::pair<int, int>, store::ProblemInfo> by_id;  // (level, id)
   for (store::ProblemInfo& p : find_problems(problems_root)) {
-    by_id.emplace(std::make_pair(p.level.value_or(0), p.number.value_or(0)), std::move(p));
+    if (p.number) by_id.emplace(std::make_pair(p.level.value_or(0), *p.number), std::move(p));  // samples name an id
   }
   Discovery found;
   for (const auto& entry : fs::recursive_directory_iterator(samples_dir)) {

@@ -27,9 +27,11 @@ struct Discovery {
   std::vector<Unmatched> unmatched;
 };
 
-// Every problem file under `problems_root` (a KernelBench checkout's KernelBench/ folder, one
-// level's folder, or any folder of `{id}_{Name}.py` files), keyed by level and id.
-std::vector<store::ProblemInfo> find_problems(const std::string& problems_root);
+// `problems` itself when it is a `.py` file, else every `.py` file under that folder (a KernelBench
+// checkout's KernelBench/ folder, one level's folder, a problem set of one's own) but `__init__.py`
+// and private modules (`_x.py`). KernelBench's names (`level{L}/{id}_{Name}.py`) give the level and
+// id; any other file is named by its stem. Throws std::runtime_error for a path that is neither.
+std::vector<store::ProblemInfo> find_problems(const std::string& problems);
 
 // The `.py` files under `samples_dir` (recursively) matched to their problems by name.
 Discovery discover_samples(const std::string& problems_root, const std::string& samples_dir, const std::string& run_name);
