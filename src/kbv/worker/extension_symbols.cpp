@@ -2,8 +2,12 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <optional>
+#include <set>
 #include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 
