@@ -226,6 +226,19 @@ TEST(Unverifiable, StochasticReferenceIsNotJudged) {
   EXPECT_NE(r.record["verdict_reason"].get<std::string>().find("stochastic"), std::string::npos);
 }
 
+TEST(Unverifiable, ReferenceThatMovesInTheLastBitsIsJudged) {
+  // Its two calls differ by rounding (a shuffled summation order), far inside the bound: judged,
+  // the difference recorded and added to every draw's bound.
+  const Outcome r = kbv_eval({(kData / "problem_rounding_noise.py").string(), (kData / "candidate_row_sum.py").string(),
+                              "--protocol", "kernelbench", "--quiet"},
+                             "rounding");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.record["verdict"], "pass") << r.record.value("verdict_reason", "");
+  const double spread = r.record["reference_repeat_error"].get<double>();
+  EXPECT_GT(spread, 0.0);
+  EXPECT_LT(spread, 1e-5);
+}
+
 // Under verified the candidate's worker builds the problem's Model to copy its weights, and must
 // not count it in the candidate's footprint: here a cycle keeps it alive past its last reference.
 TEST(Memory, TheReferenceBuiltToCopyStateIsNotInTheCandidatesFootprint) {

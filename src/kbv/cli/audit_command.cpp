@@ -29,7 +29,8 @@ CLI::App* add_audit_command(CLI::App& app, AuditOptions& o) {
   CLI::App* cmd = app.add_subcommand("audit", "Find problems that cannot tell a correct kernel from a cheat");
   cmd->footer(
       "Findings: identity_under_inputs, near_zero_output, constant_output, unused_input, stochastic_reference,\n"
-      "low_sensitivity, out_of_domain_families, huge_memory; `cured` says whether the verified protocol's\n"
+      "rounding_reference, low_sensitivity, out_of_domain_families, huge_memory; `cured` says whether the verified\n"
+      "protocol's "
       "hidden families (or its refusal to score) take away what a cheat would gain. docs/audit.md says how each is decided.");
   cmd->add_option("--problems", o.problems,
                   "A problem file, or a folder of them (KernelBench's KernelBench/ or level folders, or any .py files)")

@@ -29,7 +29,7 @@ double derive_tolerance(double baseline_error, const protocol::Protocol& protoco
   return std::max(protocol.error_floor, protocol.baseline_multiplier * baseline_error);
 }
 
-void prepare(std::vector<ReferenceDraw>& draws, const protocol::Protocol& protocol) {
+void prepare(std::vector<ReferenceDraw>& draws, const protocol::Protocol& protocol, double repeat_error) {
   bool standard_finite = true;
   for (const ReferenceDraw& d : draws) {
     if (d.draw.family == protocol::Family::standard && d.skip_reason.empty()) standard_finite = standard_finite && d.all_finite;
@@ -50,7 +50,7 @@ void prepare(std::vector<ReferenceDraw>& draws, const protocol::Protocol& protoc
       d.skip_reason = "baseline_fails: the TF32 baseline itself does not match the reference";
       continue;
     }
-    d.tolerance = derive_tolerance(d.baseline_error, protocol);
+    d.tolerance = derive_tolerance(d.baseline_error, protocol) + repeat_error;
   }
 }
 

@@ -34,8 +34,9 @@ struct ReferenceDraw {
 
 // Marks draws outside the problem's domain (non-finite reference where the standard inputs
 // give finite values, or a reference that raised) and draws the baseline itself fails, and
-// sets each remaining draw's tolerance.
-void prepare(std::vector<ReferenceDraw>& draws, const protocol::Protocol& protocol);
+// sets each remaining draw's tolerance, widened under the scaled comparison by `repeat_error`
+// (how far the reference moves between two calls on the same inputs).
+void prepare(std::vector<ReferenceDraw>& draws, const protocol::Protocol& protocol, double repeat_error = 0);
 
 // The tolerance of a draw under the scaled comparison: max(floor, multiplier x baseline error).
 double derive_tolerance(double baseline_error, const protocol::Protocol& protocol);

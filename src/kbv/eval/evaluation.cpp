@@ -1,6 +1,7 @@
 #include "kbv/eval/evaluation.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -321,16 +322,18 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
   };
 
   std::mt19937_64 rng = make_rng(protocol);
-  bool stochastic = false;
   std::vector<ReferenceDraw> references;
   {
     const Stage stage(record, "reference_draws");
-    references = reference.draws(plan_draws(protocol, rng), stochastic);
-    prepare(references, protocol);
+    references = reference.draws(plan_draws(protocol, rng), record.reference_repeat_error);
+    prepare(references, protocol, record.reference_repeat_error);
   }
-  if (stochastic) {
+  if (!(record.reference_repeat_error <= protocol.rounding_share * protocol.error_floor)) {
     record.verdict = Verdict::unverifiable;
-    record.verdict_reason = "stochastic reference: two calls on the same inputs differ";
+    char spread[32];
+    std::snprintf(spread, sizeof spread, "%.3g", record.reference_repeat_error);
+    record.verdict_reason = std::string("stochastic reference: two calls on the same inputs differ (scaled error ") + spread +
+                            ", beyond rounding)";
     record.wall_seconds = Seconds(std::chrono::steady_clock::now() - started).count();
     return record;
   }

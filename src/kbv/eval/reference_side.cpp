@@ -52,18 +52,18 @@ ReferenceSide::~ReferenceSide() { shutdown(); }
 
 void ReferenceSide::shutdown() { worker_.shutdown(); }
 
-std::vector<ReferenceDraw> ReferenceSide::draws(const std::vector<Draw>& plan, bool& stochastic) {
+std::vector<ReferenceDraw> ReferenceSide::draws(const std::vector<Draw>& plan, double& repeat_error) {
   nlohmann::json planned = json::array();
   for (const Draw& draw : plan) planned.push_back(draw.to_json());
   if (planned == last_plan_) {
-    stochastic = last_stochastic_;
+    repeat_error = last_repeat_error_;
     return last_draws_;
   }
   last_plan_ = nullptr;
   last_draws_.clear();
   config_.progress("reference: " + std::to_string(plan.size()) + " input draws");
   std::vector<ReferenceDraw> draws;
-  stochastic = false;
+  repeat_error = 0;
   // The baseline's outputs only set the scaled comparison's tolerance (allclose has a fixed one).
   const bool scaled = config_.protocol.comparison == protocol::Comparison::scaled;
   for (const Draw& draw : plan) {
@@ -90,7 +90,7 @@ std::vector<ReferenceDraw> ReferenceSide::draws(const std::vector<Draw>& plan, b
       for (const json& rms : results.front().at("rms")) d.reference_rms.push_back(protocol::error_from_json(rms));
       if (scaled) d.baseline_error = error_of(results.back());
       d.checksum = reply.header.at("checksum");
-      if (first) stochastic = error_of(results[1]) != 0.0;
+      if (first) repeat_error = error_of(results[1]);
     } catch (const WorkerFailed& failed) {
       if (failed.kind != "reference_error") throw EvalError("the reference worker failed: " + std::string(failed.what()));
       if (draw.family == protocol::Family::standard) {
@@ -104,7 +104,7 @@ std::vector<ReferenceDraw> ReferenceSide::draws(const std::vector<Draw>& plan, b
   }
   last_plan_ = std::move(planned);
   last_draws_ = draws;
-  last_stochastic_ = stochastic;
+  last_repeat_error_ = repeat_error;
   return draws;
 }
 

@@ -42,10 +42,11 @@ class ReferenceSide {
   ~ReferenceSide();
 
   // The reference's outputs for every planned draw and, under the scaled comparison, the TF32
-  // baseline's error against them; `stochastic` when two calls on the first draw's inputs
-  // differ. The outputs of the previous plan must no longer be held: they live in the worker's
-  // output region, which a new plan reuses (the same plan gets them again).
-  std::vector<ReferenceDraw> draws(const std::vector<Draw>& plan, bool& stochastic);
+  // baseline's error against them; `repeat_error`: the error of a second call on the first draw's
+  // inputs against the first (0: the same). The outputs of the previous plan must no longer be
+  // held: they live in the worker's output region, which a new plan reuses (the same plan gets
+  // them again).
+  std::vector<ReferenceDraw> draws(const std::vector<Draw>& plan, double& repeat_error);
 
   // The first call times the baseline and measures its memory; later calls return at once.
   void measure_baseline();
@@ -84,7 +85,7 @@ class ReferenceSide {
   std::map<std::int64_t, double> copy_seconds_;
   nlohmann::json last_plan_;  // the plan of last_draws_
   std::vector<ReferenceDraw> last_draws_;
-  bool last_stochastic_ = false;
+  double last_repeat_error_ = 0;
 };
 
 }  // namespace kbv::eval

@@ -86,6 +86,7 @@ nlohmann::json to_json(const Protocol& p) {
       {"rtol", p.rtol},
       {"error_floor", p.error_floor},
       {"baseline_multiplier", p.baseline_multiplier},
+      {"rounding_share", p.rounding_share},
       {"min_hidden_families", p.min_hidden_families},
       {"reference_tf32", tf32(p.reference_tf32)},
       {"baseline_tf32", tf32(p.baseline_tf32)},

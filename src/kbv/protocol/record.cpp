@@ -104,6 +104,7 @@ json to_json(const Record& r) {
           {"verdict_reason", r.verdict_reason},
           {"correctness", correctness},
           {"draws", draws},
+          {"reference_repeat_error", number(r.reference_repeat_error)},
           {"findings", findings},
           {"probe", r.probe},
           {"timing", timing},

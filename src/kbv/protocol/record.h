@@ -70,6 +70,7 @@ struct Record {
   std::string verdict_reason;
   std::vector<FamilyResult> correctness;
   std::vector<DrawResult> draws;
+  double reference_repeat_error = 0;  // scaled error between two reference calls on the same inputs
   int timed_outputs_checked = 0;
   std::vector<Finding> findings;
   nlohmann::json probe;  // the hack probe's measurements (repeat, poison, trace), when it ran
