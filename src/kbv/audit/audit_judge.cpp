@@ -73,7 +73,7 @@ std::vector<AuditFinding> judge_audit(const std::vector<FamilyFacts>& families, 
   }
   // A random reference voids the comparisons below (its own baseline sets the tolerance): it is
   // named alone, with what concerns the families and the memory.
-  const bool stochastic = largest > verified.rounding_share * verified.error_floor;
+  const bool stochastic = !eval::within_rounding(largest, verified);
   if (stochastic) {
     out.push_back({"stochastic_reference", true,
                    {{"repeats_differ", differs}, {"why_cured", "verified: every candidate is unverifiable, none is scored"}}});

@@ -29,6 +29,16 @@ double derive_tolerance(double baseline_error, const protocol::Protocol& protoco
   return std::max(protocol.error_floor, protocol.baseline_multiplier * baseline_error);
 }
 
+bool within_rounding(double repeat_error, const protocol::Protocol& protocol) {
+  return repeat_error <= protocol.rounding_share * protocol.error_floor;
+}
+
+std::optional<std::string> stochastic_reason(double repeat_error, const protocol::Protocol& protocol) {
+  if (within_rounding(repeat_error, protocol)) return std::nullopt;
+  return "stochastic reference: two calls on the same inputs differ (scaled error " + format_error(repeat_error) +
+         ", beyond rounding)";
+}
+
 void prepare(std::vector<ReferenceDraw>& draws, const protocol::Protocol& protocol, double repeat_error) {
   bool standard_finite = true;
   for (const ReferenceDraw& d : draws) {

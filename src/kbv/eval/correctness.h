@@ -41,6 +41,14 @@ void prepare(std::vector<ReferenceDraw>& draws, const protocol::Protocol& protoc
 // The tolerance of a draw under the scaled comparison: max(floor, multiplier x baseline error).
 double derive_tolerance(double baseline_error, const protocol::Protocol& protocol);
 
+// Whether two reference calls on the same inputs that differ by `repeat_error` differ by rounding
+// only (float atomics, a summation order): within `rounding_share` of the floor.
+bool within_rounding(double repeat_error, const protocol::Protocol& protocol);
+
+// Why a reference whose two calls differ by `repeat_error` cannot judge a candidate; nullopt when
+// that difference is rounding.
+std::optional<std::string> stochastic_reason(double repeat_error, const protocol::Protocol& protocol);
+
 // One candidate draw: its outputs or why it produced none (`bad_output`).
 protocol::DrawResult judge(const ReferenceDraw& reference, const std::vector<at::Tensor>& outputs,
                            const std::optional<std::string>& bad_output, const protocol::Protocol& protocol);

@@ -1,7 +1,6 @@
 #include "kbv/eval/evaluation.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -328,12 +327,9 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
     references = reference.draws(plan_draws(protocol, rng), record.reference_repeat_error);
     prepare(references, protocol, record.reference_repeat_error);
   }
-  if (!(record.reference_repeat_error <= protocol.rounding_share * protocol.error_floor)) {
+  if (std::optional<std::string> stochastic = stochastic_reason(record.reference_repeat_error, protocol)) {
     record.verdict = Verdict::unverifiable;
-    char spread[32];
-    std::snprintf(spread, sizeof spread, "%.3g", record.reference_repeat_error);
-    record.verdict_reason = std::string("stochastic reference: two calls on the same inputs differ (scaled error ") + spread +
-                            ", beyond rounding)";
+    record.verdict_reason = *stochastic;
     record.wall_seconds = Seconds(std::chrono::steady_clock::now() - started).count();
     return record;
   }
