@@ -229,7 +229,8 @@ TEST(Unverifiable, StochasticReferenceIsNotJudged) {
 TEST(Unverifiable, ReferenceThatMovesInTheLastBitsIsJudged) {
   // Its two calls differ by rounding (a shuffled summation order), far inside the bound: judged,
   // the difference recorded and added to every draw's bound.
-  const Outcome r = kbv_eval({(kData / "problem_rounding_noise.py").string(), (kData / "candidate_row_sum.py").string(),
+  const fs::path problem = kData.parent_path() / "audit/problems/11_ShuffledSum.py";  // the audit's rounding case
+  const Outcome r = kbv_eval({problem.string(), (kData / "candidate_row_sum.py").string(),
                               "--protocol", "kernelbench", "--quiet"},
                              "rounding");
   EXPECT_EQ(r.exit_code, 0) << r.err;
