@@ -124,6 +124,19 @@ TEST(Judge, GpuWithoutOwnKernelIsNoCustomKernel) {
   EXPECT_NE(find(judge_probe(clean_probe(trace), kReluReference, 1e-4, kDetection), "no_custom_kernel"), nullptr);
 }
 
+TEST(Judge, ComputeOpsOnlyInTimedCallsAreWatchedOnly) {
+  using kbv::hacks::judge_observed_ops;
+  // Allocation, views and copies differ between calls for honest reasons; a compute op does not.
+  EXPECT_FALSE(judge_observed_ops({{"timed", {"aten::empty_like", "aten::contiguous"}}, {"traced", json::array()}}));
+  EXPECT_FALSE(judge_observed_ops({{"timed", {"aten::addmm"}}, {"traced", {"aten::addmm", "aten::gelu"}}}));
+  EXPECT_FALSE(judge_observed_ops(json::object()));  // not recorded (the traced call raised, no timing)
+  const auto watched = judge_observed_ops({{"timed", {"aten::relu", "aten::empty"}}, {"traced", {"aten::empty_like"}}});
+  ASSERT_TRUE(watched);
+  EXPECT_EQ(watched->id, "watched_only");
+  EXPECT_EQ(watched->severity, "error");
+  EXPECT_EQ(watched->evidence[0]["ops_only_when_timed"], json::array({"aten::relu"}));
+}
+
 TEST(Judge, RepeatAndPoisonAreJudgedAgainstTheTolerance) {
   json probe = clean_probe(cpu_trace({{"ext.relu", 1}}, 1e-4, json::object()));
   probe["repeat_error"] = 1e-3;

@@ -104,6 +104,9 @@ void evaluate_candidate(WorkerClient& worker, const EvalRequest& request, const 
     const Stage stage(record, "findings");
     const Reply watched = worker.request({{"cmd", "findings"}}, Seconds(request.timeout_seconds));
     hacks::merge(record.findings, hacks::watched_findings(watched.header.at("findings")));
+    if (auto observed = hacks::judge_observed_ops(watched.header.value("ops", json::object()))) {
+      hacks::merge(record.findings, {std::move(*observed)});
+    }
   };
   // The first checked draw is also drawn before the candidate is imported. When it matches the
   // reference's there, this process reproduces the problem's inputs, and kbv's families are

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <numeric>
 
 #include "kbv/measure/statistics.h"
 #include "kbv/measure/stopping_criterion.h"
@@ -47,7 +48,11 @@ TimingRun run_timing(WorkerClient& worker, const std::string& mode, const protoc
   run.result.flags = worker.request({{"cmd", "flags"}, {"mode", mode}}, timeout).header.at("flags");
   auto criterion = make_criterion(t);
   const int most = t.fixed_samples > 0 ? t.fixed_samples : t.max_samples;
-  int made = 0;  // calls made: the sets are timed in turn, new content before each round but the first
+  // Calls made. Each round times every set once, in an order drawn for the round (a candidate
+  // cannot tell which set comes next), with new content in every set before each round but the first.
+  int made = 0;
+  std::vector<int> order(t.pool_sets);
+  std::iota(order.begin(), order.end(), 0);
   while (!criterion->is_finished() && made < most) {
     // One call first; then as many as fill kBatchSeconds at the median so far.
     const int batch = made == 0 ? 1
@@ -56,9 +61,11 @@ TimingRun run_timing(WorkerClient& worker, const std::string& mode, const protoc
     nlohmann::json calls = nlohmann::json::array();
     std::vector<std::uint64_t> content;  // each call's content seed, for its sketch
     for (int i = 0; i < batch; ++i, ++made) {
-      const int set = made % t.pool_sets;
+      const int position = made % t.pool_sets;
+      if (position == 0) std::shuffle(order.begin(), order.end(), rng);
+      const int set = order[position];
       nlohmann::json call = {{"set", set}};
-      if (set == 0 && made > 0 && t.refresh_inputs) {
+      if (position == 0 && made > 0 && t.refresh_inputs) {
         seeds = fresh_seeds(rng, t.pool_sets);
         call["fill"] = seeds;
       }

@@ -1,5 +1,7 @@
 #include "kbv/hacks/integrity.h"
 
+#include <mutex>
+
 #include <ATen/ATen.h>
 
 namespace kbv::hacks {
@@ -10,6 +12,19 @@ std::pair<std::uintptr_t, std::uintptr_t> span(const at::Tensor& t) {
   if (!t.defined() || !t.has_storage() || t.storage().nbytes() == 0) return {0, 0};
   const auto begin = reinterpret_cast<std::uintptr_t>(t.storage().data());
   return {begin, begin + t.storage().nbytes()};
+}
+
+// The deleter of the memory torch hands out on `device`: the counting allocator's on the CPU (kbv
+// installs it at the worker's start); on a GPU the caching allocator's, read once from a fresh
+// tensor rather than assumed, whatever the allocator's configuration (every GPU shares it).
+c10::DeleterFnPtr ordinary_deleter(const c10::Device& device) {
+  if (device.is_cpu()) return c10::GetAllocator(c10::kCPU)->raw_deleter();
+  static std::once_flag probed;
+  static c10::DeleterFnPtr caching = nullptr;
+  std::call_once(probed, [&] {
+    caching = at::empty({1}, at::TensorOptions().dtype(at::kByte).device(device)).storage().data_ptr().get_deleter();
+  });
+  return caching;
 }
 
 }  // namespace
@@ -65,11 +80,13 @@ std::int64_t nan_introduced(const std::vector<at::Tensor>& clean, const std::vec
 
 std::vector<size_t> foreign_outputs(const std::vector<at::Tensor>& outputs) {
   std::vector<size_t> foreign;
-  const c10::DeleterFnPtr counted = c10::GetAllocator(c10::kCPU)->raw_deleter();
   for (size_t i = 0; i < outputs.size(); ++i) {
     const at::Tensor& t = outputs[i];
-    if (!t.defined() || !t.is_cpu() || t.layout() != at::kStrided || !t.has_storage() || t.storage().nbytes() == 0) continue;
-    if (t.storage().data_ptr().get_deleter() != counted) foreign.push_back(i);
+    if (!t.defined() || !(t.is_cpu() || t.is_cuda()) || t.layout() != at::kStrided || !t.has_storage() ||
+        t.storage().nbytes() == 0) {
+      continue;
+    }
+    if (t.storage().data_ptr().get_deleter() != ordinary_deleter(t.device())) foreign.push_back(i);
   }
   return foreign;
 }

@@ -25,11 +25,12 @@ std::vector<Mutation> mutations(const std::vector<at::Tensor>& before, const std
 // Index pairs (i in a, j in b) whose storages overlap.
 std::vector<std::pair<size_t, size_t>> overlaps(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b);
 
-// Outputs (their indices) whose memory kbv cannot vouch for: CPU tensors whose storage was not
-// allocated by the CPU allocator kbv counts and poisons (from_blob over the candidate's own
-// buffer, a foreign mapping, memory released by a deleter of its own). Such memory escapes the
-// poison and memory checks, and its content may be produced when kbv first reads it, after the
-// timer stopped. Device outputs are not judged yet.
+// Outputs (their indices) whose memory kbv cannot vouch for: storage not allocated by the allocator
+// kbv counts and poisons -- on the CPU the counting allocator, on a GPU torch's caching allocator
+// (from_blob over the candidate's own buffer, a foreign mapping, managed or host-mapped memory,
+// memory released by a deleter of its own). Such memory escapes the poison and memory checks, its
+// content may be produced when kbv first reads it (after the timer stopped), and its deleter runs
+// the candidate's code between timed calls.
 std::vector<size_t> foreign_outputs(const std::vector<at::Tensor>& outputs);
 
 // Elements that are NaN in `poisoned` where `clean` holds a number: values the call never wrote.

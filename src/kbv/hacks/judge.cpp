@@ -206,6 +206,24 @@ std::optional<Finding> judge_floor(double candidate_seconds, double copy_seconds
                   {"floor_seconds", floor}, {"copy_seconds", copy_seconds}, {"output_bytes", output_bytes}});
 }
 
+std::optional<Finding> judge_observed_ops(const json& ops) {
+  if (!ops.contains("timed") || !ops.contains("traced")) return std::nullopt;
+  const std::set<std::string> traced = ops["traced"].get<std::set<std::string>>();
+  constexpr size_t kNamed = 16;
+  json only_timed = json::array(), traced_compute = json::array();
+  for (const std::string& op : ops["timed"].get<std::set<std::string>>()) {
+    if (!traced.count(op) && !non_compute(op) && only_timed.size() < kNamed) only_timed.push_back(op);
+  }
+  if (only_timed.empty()) return std::nullopt;
+  for (const std::string& op : traced) {
+    if (!non_compute(op) && traced_compute.size() < kNamed) traced_compute.push_back(op);
+  }
+  return finding("watched_only", "error",
+                 {{"why", "the timed calls ran compute ops its traced (observed) call did not"},
+                  {"ops_only_when_timed", only_timed},
+                  {"traced_compute_ops", traced_compute}});
+}
+
 void merge(std::vector<Finding>& into, std::vector<Finding> more) {
   for (Finding& f : more) {
     auto same = std::find_if(into.begin(), into.end(), [&](const Finding& known) { return known.id == f.id; });

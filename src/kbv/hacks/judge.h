@@ -30,6 +30,11 @@ std::vector<protocol::Finding> watched_findings(const nlohmann::json& findings);
 std::vector<protocol::Finding> judge_probe(const nlohmann::json& probe, const nlohmann::json& reference_trace,
                                            double tolerance, const protocol::Detection& detection);
 
+// watched_only: compute ops (aten) that the timed calls ran and the probe's traced call never did --
+// the candidate behaves one way when observed (torch's profiler and a profile hook are visible to
+// it) and another when timed. `ops`: the worker's {"timed", "traced"} (empty: not recorded).
+std::optional<protocol::Finding> judge_observed_ops(const nlohmann::json& ops);
+
 // timing_anomaly: the candidate's time below the floor (a fraction of the time a plain copy of
 // its output bytes takes under the same timer).
 std::optional<protocol::Finding> judge_floor(double candidate_seconds, double copy_seconds, std::int64_t output_bytes,

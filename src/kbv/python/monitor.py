@@ -3,9 +3,11 @@
 # threads; calls into the problem's own code and into the candidate's compiled extensions; exceptions
 # swallowed by the candidate; and one traced forward (torch profiler) saying which work was the
 # candidate's own and which the library's, on which streams. It reports facts; the parent judges.
+import gc
 import os
 import sys
 import threading
+import weakref
 
 import torch
 
@@ -48,6 +50,26 @@ def namespace(dotted):
     return value
 
 
+RECORDING_SWITCHES = []  # calls of torch's Python switches of op recording since arm_tripwires()
+
+
+def arm_tripwires():
+    """Wraps torch's Python switches of op recording (RecordFunction, which kbv's own record of each call's
+    ops rides on, as torch's profiler does) so that a call of one is noted: a candidate that switches
+    recording off around its timed calls hides the ops it runs there."""
+    for owner in (torch._C._autograd, torch.autograd):
+        for name in ("_enable_record_function", "_clear_callbacks"):
+            original = getattr(owner, name, None)
+            if original is None or getattr(original, "kbv_tripwire", False):
+                continue
+
+            def noted(*args, _original=original, _name=name, **kwargs):
+                RECORDING_SWITCHES.append(_name)
+                return _original(*args, **kwargs)
+            noted.kbv_tripwire = True
+            setattr(owner, name, noted)
+
+
 def snapshot():
     """What a candidate could change behind the harness's back."""
     patched = {}
@@ -61,7 +83,10 @@ def snapshot():
     return {"flags": {name: read(reader) for name, reader in FLAG_READERS.items()},
             "callables": patched,
             "environ": dict(os.environ),
-            "hooks": {"sys.getprofile": id(sys.getprofile()), "sys.gettrace": id(sys.gettrace())},
+            # gc callbacks run at collections, whenever allocation triggers one: inside kbv's gaps.
+            "hooks": {"sys.getprofile": id(sys.getprofile()), "sys.gettrace": id(sys.gettrace()),
+                      "gc.callbacks": [id(callback) for callback in gc.callbacks],
+                      "op-recording switches called": sorted(set(RECORDING_SWITCHES))},
             "threads": {t.ident: t.name for t in threading.enumerate()}}
 
 
@@ -107,6 +132,24 @@ def thread_names(ids):
         except OSError:
             pass  # ended since
     return names
+
+
+def release_hooks(outputs):
+    """Candidate code that would run when kbv lets go of these outputs (between timed calls, outside the
+    timer): a weakref callback (weakref.finalize) on a tensor or its storage, or attributes set on a
+    tensor (an object whose __del__ goes with it). Outputs are plain torch.Tensor (split_outputs)."""
+    found = []
+    for index, tensor in enumerate(outputs):
+        try:
+            storage = tensor.untyped_storage()
+        except RuntimeError:  # a layout without storage (sparse): no storage object to hook
+            storage = None
+        for on, target in (("tensor", tensor), ("storage", storage)):
+            if target is not None and any(ref.__callback__ is not None for ref in weakref.getweakrefs(target)):
+                found.append({"output": index, "on": on, "hook": "weakref callback"})
+        if vars(tensor):
+            found.append({"output": index, "on": "tensor", "hook": "attributes", "names": sorted(vars(tensor))[:8]})
+    return found
 
 
 class CallWatch:

@@ -1,5 +1,10 @@
 #include "kbv/worker/candidate_watch.h"
 
+#include <signal.h>
+#include <string.h>
+
+#include <torch/csrc/autograd/python_variable.h>
+
 #include "kbv/hacks/integrity.h"
 #include "kbv/python/harness.h"
 
@@ -11,6 +16,27 @@ nlohmann::json to_json(const py::handle& value) {
   py::object dumps = py::module_::import("json").attr("dumps");
   return nlohmann::json::parse(dumps(value, py::arg("default") = py::module_::import("builtins").attr("str")).cast<std::string>());
 }
+
+std::vector<std::uintptr_t> signal_handlers() {
+  std::vector<std::uintptr_t> handlers(NSIG, 0);
+  for (int signal = 1; signal < NSIG; ++signal) {
+    struct sigaction current {};
+    if (sigaction(signal, nullptr, &current) == 0) {
+      handlers[signal] = (current.sa_flags & SA_SIGINFO) ? reinterpret_cast<std::uintptr_t>(current.sa_sigaction)
+                                                         : reinterpret_cast<std::uintptr_t>(current.sa_handler);
+    }
+  }
+  return handlers;
+}
+
+namespace {
+
+std::string signal_name(int signal) {
+  const char* abbreviation = sigabbrev_np(signal);
+  return abbreviation ? std::string("SIG") + abbreviation : "signal " + std::to_string(signal);
+}
+
+}  // namespace
 
 CandidateWatch::CandidateWatch(std::string problem_path, std::string candidate_path)
     : problem_path_(std::move(problem_path)), candidate_path_(std::move(candidate_path)) {}
@@ -31,7 +57,9 @@ void CandidateWatch::add(const std::string& id, const std::string& severity, nlo
 
 py::tuple CandidateWatch::import_candidate() {
   py::module_& monitor = python::monitor();
+  monitor.attr("arm_tripwires")();
   before_import_ = monitor.attr("snapshot")();
+  handlers_before_ = signal_handlers();
   py::tuple watched = monitor.attr("import_watched")(python::harness().attr("load_candidate"), candidate_path_,
                                                      "kbv_candidate", problem_path_);
   py::tuple loaded = watched[0];
@@ -56,7 +84,13 @@ py::object CandidateWatch::construct(const py::object& build, const py::tuple& a
 
 void CandidateWatch::check_state(const std::string& when) {
   py::module_& monitor = python::monitor();
-  const nlohmann::json changes = to_json(monitor.attr("state_changes")(before_import_, monitor.attr("snapshot")()));
+  nlohmann::json changes = to_json(monitor.attr("state_changes")(before_import_, monitor.attr("snapshot")()));
+  const std::vector<std::uintptr_t> handlers = signal_handlers();
+  for (size_t signal = 1; signal < handlers.size() && signal < handlers_before_.size(); ++signal) {
+    if (handlers[signal] != handlers_before_[signal]) {
+      changes.push_back({{"what", "signal handler"}, {"name", signal_name(static_cast<int>(signal))}});
+    }
+  }
   if (!changes.empty()) add("global_state_tamper", "error", {{"when", when}, {"changes", changes}});
 }
 
@@ -83,8 +117,14 @@ void CandidateWatch::after_call(const std::vector<at::Tensor>& inputs, const std
     if (const std::vector<size_t> foreign = hacks::foreign_outputs(outputs); !foreign.empty()) {
       foreign_noted_ = true;  // once: a timed batch would repeat it on every call
       add("foreign_output", "error",
-          {{"when", when}, {"outputs", foreign}, {"why", "its memory is not from the allocator kbv watches (from_blob, a mapping of its own)"}});
+          {{"when", when}, {"outputs", foreign}, {"why", "its memory is not from the allocator kbv watches (from_blob, a mapping of its own, managed or host-mapped memory)"}});
     }
+  }
+  py::list wrapped;  // the outputs' own Python objects (torch keeps one per tensor)
+  for (const at::Tensor& output : outputs) wrapped.append(py::reinterpret_steal<py::object>(THPVariable_Wrap(output)));
+  for (nlohmann::json& hook : to_json(python::monitor().attr("release_hooks")(wrapped))) {
+    hook["when"] = when;
+    add("release_hook", "error", std::move(hook));
   }
   if (!flags.is_null()) {
     const nlohmann::json now = to_json(python::monitor().attr("tf32_flags")());

@@ -45,9 +45,16 @@ class CandidateWatch {
  private:
   std::string problem_path_, candidate_path_;
   pybind11::object before_import_;  // monitor.snapshot() before the candidate ran at all
+  // Each signal's handler before the import: a handler of the candidate's runs its code whenever
+  // the signal comes (a fault handler filling protected output pages when kbv reads them, a timer
+  // signal doing work between timed calls).
+  std::vector<std::uintptr_t> handlers_before_;
   std::vector<nlohmann::json> findings_;
   bool foreign_noted_ = false;
 };
+
+// The address of each signal's handler (SIG_DFL and SIG_IGN included), by signal number.
+std::vector<std::uintptr_t> signal_handlers();
 
 // A Python dict or list (of plain values) as JSON.
 nlohmann::json to_json(const pybind11::handle& value);

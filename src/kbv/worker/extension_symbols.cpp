@@ -46,6 +46,14 @@ bool is_aten_op(std::string_view name) {
   return ops.count(std::string(name)) > 0;
 }
 
+bool switches_recording(const std::string& symbol) {
+  for (const char* name : {"at::enableRecordFunction(", "at::clearCallbacks(", "at::clearGlobalCallbacks(",
+                           "at::clearThreadLocalCallbacks(", "at::removeCallback(", "at::disableCallback("}) {
+    if (symbol.starts_with(name)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 ExtensionSymbols extension_symbols(const std::string& extensions_dir) {
@@ -61,6 +69,7 @@ ExtensionSymbols extension_symbols(const std::string& extensions_dir) {
       continue;
     }
     for (const std::string& symbol : functions.imported) {
+      if (switches_recording(symbol)) out.recording_switches.insert(symbol.substr(0, 160));
       const std::optional<std::string> library = hacks::library_entry(symbol, is_aten_op);
       if (library && out.library_calls.size() < kCallsKept) {
         out.library_calls.push_back(

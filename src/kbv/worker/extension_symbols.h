@@ -15,6 +15,10 @@ namespace kbv::worker {
 struct ExtensionSymbols {
   nlohmann::json library_calls = nlohmann::json::array();  // [{symbol, library, extension}], at most 16
   std::set<std::string> defined;                            // demangled
+  // Imported switches of torch's op recording (at::enableRecordFunction, which
+  // DisableRecordFunctionGuard calls; removing or disabling callbacks): kbv's record of each
+  // call's ops, and torch's profiler, ride on it.
+  std::set<std::string> recording_switches;
 };
 
 // `extensions_dir`: TORCH_EXTENSIONS_DIR. Objects that cannot be read are left out.

@@ -46,6 +46,47 @@ auto guarded(const std::string& kind, const std::string& what, F&& call) {
   }
 }
 
+// Reads one byte of every page a CPU output's elements can occupy. Inside the timed region, so an
+// output whose content is produced when first read (pages protected and filled by a fault handler,
+// any lazy mapping) is produced, and timed, there -- not later in kbv's checks. Costs one load per
+// 4 KiB on either side of the comparison.
+void read_every_page(const at::Tensor& t) {
+  if (!t.defined() || !t.is_cpu() || t.layout() != at::kStrided || t.numel() == 0) return;
+  std::int64_t last = 0;  // the furthest element from the first, in elements
+  for (std::int64_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * std::abs(t.stride(d));
+  const auto* first = static_cast<const volatile char*>(t.data_ptr());
+  const std::int64_t bytes = (last + 1) * static_cast<std::int64_t>(t.element_size());
+  constexpr std::int64_t kPage = 4096;
+  char sink = 0;
+  for (std::int64_t offset = 0; offset < bytes; offset += kPage) sink ^= first[offset];
+  sink ^= first[bytes - 1];
+  static volatile char keep;
+  keep = sink;
+}
+
+// The same inputs in new tensor objects: same storage, offset, sizes and strides, not views (so
+// nothing about the objects -- identity, _base, _is_view -- tells a timed call from a checked one).
+py::list fresh_objects(const py::list& inputs) {
+  py::list fresh;
+  for (const py::handle item : inputs) {
+    if (!is_tensor(item)) {
+      fresh.append(item);
+      continue;
+    }
+    const at::Tensor t = py::cast<at::Tensor>(item);
+    fresh.append(at::empty({0}, t.options()).set_(t.storage(), t.storage_offset(), t.sizes(), t.strides()));
+  }
+  return fresh;
+}
+
+void read_every_page(const py::handle& result) {
+  if (is_tensor(result)) {
+    read_every_page(py::cast<at::Tensor>(result));
+  } else if (py::isinstance<py::tuple>(result) || py::isinstance<py::list>(result)) {
+    for (const py::handle item : result) read_every_page(item);
+  }
+}
+
 }  // namespace
 
 std::string classify_candidate_error(const std::string& message) {
@@ -152,6 +193,8 @@ nlohmann::json Session::load(const nlohmann::json& command) {
     step("draw_before_import");
   }
 
+  // Before the candidate's import: nothing it runs sees a call observed differently from another.
+  if (protocol_.at("detection").at("enabled").get<bool>()) ops_.emplace();
   if (role_ == Role::reference) {
     model_ = guarded("problem_error", "constructing Model(*get_init_inputs()) raised",
                      [&] { return harness.attr("build")(problem_.attr("Model"), init, seed); });
@@ -305,9 +348,18 @@ measure::TimedCall Session::timed_call(size_t set, const std::string& mode) {
   if (set >= pool_.size()) throw Failure("internal", "no timing input set " + std::to_string(set));
   apply_flags(mode);
   py::object result;
+  const py::list inputs = fresh_objects(pool_[set]);
   timer_->flush_cache();
   const std::string range = "kbv timed " + mode;
-  const measure::TimedCall timed = timer_->time([&] { result = call_forward(pool_[set]); }, range.c_str());
+  const bool host_outputs = device_.is_cpu();
+  if (ops_) ops_->start();
+  const measure::TimedCall timed = timer_->time(
+      [&] {
+        result = call_forward(inputs);
+        if (host_outputs) read_every_page(result);
+      },
+      range.c_str());
+  if (ops_) timed_ops_.merge(ops_->stop());
   last_[set] = collect(result);  // outside the timed region
   if (watch_) watch_->after_call(tensors_of(pool_[set]), std::nullopt, last_[set].outputs, nullptr, "timed call");
   return timed;
@@ -393,10 +445,18 @@ nlohmann::json Session::trace(const nlohmann::json& spec, const std::string& mod
 
 nlohmann::json Session::traced_forward(const py::list& inputs, const std::string& mode) {
   apply_flags(mode);
-  py::tuple traced = guarded("runtime_error", "ModelNew.forward raised under the profiler", [&] {
-    return python::monitor().attr("trace_call")(bound_forward(model_, inputs), device_.str(), extensions_dir(),
-                                                watch_->problem_path());
-  });
+  if (ops_) ops_->start();
+  py::tuple traced;
+  try {
+    traced = guarded("runtime_error", "ModelNew.forward raised under the profiler", [&] {
+      return python::monitor().attr("trace_call")(bound_forward(model_, inputs), device_.str(), extensions_dir(),
+                                                  watch_->problem_path());
+    });
+  } catch (const Failure&) {
+    if (ops_) ops_->stop();
+    throw;
+  }
+  if (ops_) traced_ops_ = ops_->stop();
   const Forward result = collect(traced[0]);
   watch_->after_call(tensors_of(inputs), std::nullopt, result.outputs, nullptr, "traced call");
   nlohmann::json facts = to_json(traced[1]);
@@ -468,6 +528,11 @@ nlohmann::json Session::probe(const nlohmann::json& spec, const nlohmann::json& 
   // it: the rest were launched by those library calls.
   if (const char* folder = std::getenv("TORCH_EXTENSIONS_DIR")) {
     const ExtensionSymbols symbols = extension_symbols(folder);
+    if (!symbols.recording_switches.empty()) {
+      watch_->add("global_state_tamper", "error",
+                  {{"when", "probe"}, {"changes", {{{"what", "op recording"}, {"name", "its extension imports a switch of it"}}}},
+                   {"imports", symbols.recording_switches}});
+    }
     if (!symbols.library_calls.empty()) {
       probe["library_calls"] = symbols.library_calls;
       if (probe.contains("trace") && probe["trace"].contains("kernels")) {
@@ -502,7 +567,17 @@ nlohmann::json Session::findings() {
   measure::synchronize(device_);
   watch_->check_state("end of the evaluation");
   watch_->check_threads(python::monitor().attr("native_threads")(), "end of the evaluation");
+  if (ops_ && !ops_->intact()) {
+    watch_->add("global_state_tamper", "error",
+                {{"when", "end of the evaluation"},
+                 {"changes", {{{"what", "op recording"}, {"name", "torch's RecordFunction switched off or kbv's callback removed"}}}}});
+  }
   return watch_->findings();
+}
+
+nlohmann::json Session::observed_ops() const {
+  if (!ops_ || !traced_ops_ || timed_ops_.empty()) return nlohmann::json::object();
+  return {{"timed", timed_ops_}, {"traced", *traced_ops_}};
 }
 
 std::vector<at::Tensor> tensors_of(const py::list& inputs) {

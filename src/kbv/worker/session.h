@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "kbv/protocol/protocol.h"
 #include "kbv/worker/candidate_watch.h"
 #include "kbv/worker/failure.h"
+#include "kbv/worker/op_recorder.h"
 #include "kbv/worker/role.h"
 
 namespace kbv::worker {
@@ -79,8 +81,12 @@ class Session {
   // `refresh` names a draw) a call on the same buffers refilled with that draw's content, whose
   // outputs go to `refreshed_outputs`. Returns the measurements the parent judges.
   nlohmann::json probe(const nlohmann::json& spec, const nlohmann::json& refresh, std::vector<at::Tensor>* refreshed_outputs);
-  // Everything the watch found, after a last look at the global state and threads.
+  // Everything the watch found, after a last look at the global state, threads and torch's op
+  // recording.
   nlohmann::json findings();
+  // The aten ops the timed calls and the probe's traced call ran ({"timed", "traced"}: names), for
+  // the parent to compare (hacks::judge_observed_ops); empty when not recorded.
+  nlohmann::json observed_ops() const;
 
   // `kbv audit` (reference role): the reference's outputs on the draw `spec` measured against its
   // inputs, a repeat, the baseline, another draw `other` of the same family (whole and one input
@@ -108,6 +114,11 @@ class Session {
   std::vector<std::uint64_t> pool_seeds_;
   std::vector<Forward> last_;
   std::optional<CandidateWatch> watch_;  // the candidate role under the verified protocol
+  // Under the verified protocol, in both roles (each op costs both sides the same): the aten ops
+  // of every timed call, and of the probe's traced call.
+  std::optional<OpRecorder> ops_;
+  std::set<std::string> timed_ops_;
+  std::optional<std::set<std::string>> traced_ops_;  // once the traced call completed
 };
 
 // Where a failure inside candidate code should be filed: a CUDA fault kills the context, which

@@ -231,7 +231,7 @@ void handle(Session& session, Channel& channel, const json& command) {
   } else if (name == "audit") {
     reply(channel, {{"status", "ok"}, {"facts", session.audit(command.at("draw"), command.at("other"))}});
   } else if (name == "findings") {
-    reply(channel, {{"status", "ok"}, {"findings", session.findings()}});
+    reply(channel, {{"status", "ok"}, {"findings", session.findings()}, {"ops", session.observed_ops()}});
   } else {
     throw Failure("internal", "unknown worker command '" + name + "'");
   }
