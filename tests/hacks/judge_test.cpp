@@ -137,6 +137,24 @@ TEST(Judge, ComputeOpsOnlyInTimedCallsAreWatchedOnly) {
   EXPECT_EQ(watched->evidence[0]["ops_only_when_timed"], json::array({"aten::relu"}));
 }
 
+TEST(Judge, WorkDoneOnSomeCallsForOthersIsUnevenCalls) {
+  using kbv::hacks::judge_uneven_calls;
+  // Two sets per round. Honest: every call about 10 us, with noise on both sides.
+  const std::vector<double> steady = {10e-6, 11e-6, 10e-6, 12e-6, 10e-6, 10e-6, 11e-6, 10e-6, 13e-6, 10e-6, 10e-6, 11e-6};
+  EXPECT_FALSE(judge_uneven_calls(steady, steady, 2));
+  // Three sets; one call per round computes all three (30 us), the other two return at once: the
+  // median (1 us) is a third of the work per call (10 us).
+  std::vector<double> shifted;
+  for (int round = 0; round < 6; ++round) shifted.insert(shifted.end(), {30e-6, 1e-6, 1e-6});
+  std::vector<double> baseline(18, 20e-6);
+  const auto uneven = judge_uneven_calls(baseline, shifted, 3);
+  ASSERT_TRUE(uneven);
+  EXPECT_EQ(uneven->severity, "warning");
+  EXPECT_NEAR(uneven->evidence[0]["speedup_by_median"].get<double>(), 20.0, 1e-9);
+  EXPECT_NEAR(uneven->evidence[0]["speedup_over_rounds"].get<double>(), 20.0 / (32.0 / 3), 1e-9);
+  EXPECT_FALSE(judge_uneven_calls(baseline, shifted, 1));  // one set: no rounds to speak of
+}
+
 TEST(Judge, RepeatAndPoisonAreJudgedAgainstTheTolerance) {
   json probe = clean_probe(cpu_trace({{"ext.relu", 1}}, 1e-4, json::object()));
   probe["repeat_error"] = 1e-3;

@@ -1,10 +1,12 @@
 #include "kbv/hacks/judge.h"
 
 #include <algorithm>
+#include <numeric>
 #include <set>
 #include <string>
 
 #include "kbv/hacks/source_screen.h"
+#include "kbv/measure/statistics.h"
 
 namespace kbv::hacks {
 namespace {
@@ -222,6 +224,34 @@ std::optional<Finding> judge_observed_ops(const json& ops) {
                  {{"why", "the timed calls ran compute ops its traced (observed) call did not"},
                   {"ops_only_when_timed", only_timed},
                   {"traced_compute_ops", traced_compute}});
+}
+
+// The median over whole rounds of a round's total time, per call (samples in call order).
+double per_call_from_rounds(const std::vector<double>& samples, int sets) {
+  std::vector<double> rounds;
+  for (size_t begin = 0; begin + sets <= samples.size(); begin += sets) {
+    rounds.push_back(std::accumulate(samples.begin() + begin, samples.begin() + begin + sets, 0.0) / sets);
+  }
+  return measure::median(rounds);
+}
+
+std::optional<Finding> judge_uneven_calls(const std::vector<double>& baseline, const std::vector<double>& candidate, int sets) {
+  // The candidate's rounds 25% above its median, and 15% more so than the baseline's (noise lifts
+  // both sides' rounds alike).
+  constexpr double kExcess = 1.25, kMargin = 1.15;
+  constexpr size_t kRounds = 5;
+  if (sets < 2 || baseline.size() < kRounds * sets || candidate.size() < kRounds * sets) return std::nullopt;
+  const double candidate_call = measure::median(candidate), baseline_call = measure::median(baseline);
+  const double candidate_round = per_call_from_rounds(candidate, sets), baseline_round = per_call_from_rounds(baseline, sets);
+  const double excess = candidate_round / candidate_call, baseline_excess = baseline_round / baseline_call;
+  if (excess < kExcess || excess < kMargin * baseline_excess) return std::nullopt;
+  return finding("uneven_calls", "warning",
+                 {{"why", "its per-call median is well below its time per call over whole rounds: some calls do work for others"},
+                  {"median_seconds", candidate_call},
+                  {"per_call_over_rounds_seconds", candidate_round},
+                  {"baseline_excess", baseline_excess},
+                  {"speedup_by_median", baseline_call / candidate_call},
+                  {"speedup_over_rounds", baseline_round / candidate_round}});
 }
 
 void merge(std::vector<Finding>& into, std::vector<Finding> more) {

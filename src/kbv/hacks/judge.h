@@ -35,6 +35,14 @@ std::vector<protocol::Finding> judge_probe(const nlohmann::json& probe, const nl
 // it) and another when timed. `ops`: the worker's {"timed", "traced"} (empty: not recorded).
 std::optional<protocol::Finding> judge_observed_ops(const nlohmann::json& ops);
 
+// uneven_calls (warning): the candidate's per-call median well below its figure from whole rounds
+// (the median over rounds of a round's total time, per call; a round times each of the `sets`
+// input sets once, all refilled before it), where the baseline's are alike: work done on some
+// calls for the others of their round, which moves the median and not the work. The evidence
+// carries the speedup from rounds beside the one by median; the caller takes the lower.
+std::optional<protocol::Finding> judge_uneven_calls(const std::vector<double>& baseline_samples,
+                                                    const std::vector<double>& candidate_samples, int sets);
+
 // timing_anomaly: the candidate's time below the floor (a fraction of the time a plain copy of
 // its output bytes takes under the same timer).
 std::optional<protocol::Finding> judge_floor(double candidate_seconds, double copy_seconds, std::int64_t output_bytes,
