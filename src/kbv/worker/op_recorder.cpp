@@ -1,21 +1,25 @@
 #include "kbv/worker/op_recorder.h"
 
+#include <array>
 #include <atomic>
-#include <mutex>
 
 #include <ATen/ATen.h>
 
 namespace kbv::worker {
 namespace {
 
+// The callback runs on every op of the process; while recording it only claims a slot and stores
+// the op's name pointer (the operator's own string, alive while the op is registered), so the
+// timed calls pay one atomic increment per op. Names are copied and made unique at stop().
+constexpr size_t kSlots = 1 << 14;
 std::atomic<bool> recording{false};
-std::mutex guard;
-std::set<std::string> seen;
+std::atomic<size_t> used{0};
+std::array<const char*, kSlots> names;
 
 std::unique_ptr<at::ObserverContext> on_op(const at::RecordFunction& op) {
   if (recording.load(std::memory_order_relaxed)) {
-    const std::lock_guard<std::mutex> lock(guard);
-    seen.emplace(op.name());
+    const size_t slot = used.fetch_add(1, std::memory_order_relaxed);
+    if (slot < kSlots) names[slot] = op.name();
   }
   return nullptr;
 }
@@ -28,17 +32,18 @@ OpRecorder::OpRecorder()
 OpRecorder::~OpRecorder() { at::removeCallback(handle_); }
 
 void OpRecorder::start() {
-  {
-    const std::lock_guard<std::mutex> lock(guard);
-    seen.clear();
-  }
-  recording = true;
+  used.store(0, std::memory_order_relaxed);
+  recording.store(true, std::memory_order_release);
 }
 
 std::set<std::string> OpRecorder::stop() {
-  recording = false;
-  const std::lock_guard<std::mutex> lock(guard);
-  return std::move(seen);
+  recording.store(false, std::memory_order_release);
+  // A window of more ops than slots keeps its first kSlots: the ops a call runs repeat.
+  const size_t count = std::min(used.load(std::memory_order_acquire), kSlots);
+  std::set<const char*> distinct(names.begin(), names.begin() + count);
+  std::set<std::string> ops;
+  for (const char* name : distinct) ops.emplace(name);
+  return ops;
 }
 
 bool OpRecorder::intact() {

@@ -2,7 +2,8 @@
 // before the candidate is imported and left in place for the worker's life, so that every call
 // (timed, checked, traced) runs under it alike -- unlike torch's profiler or a sys.setprofile hook,
 // it is not a state the candidate's Python can query to tell an observed call from a timed one.
-// Recording itself is a flag the callback reads; the ops it collects are names only.
+// Recording itself is a flag the callback reads; the ops it collects are names only. One recorder
+// per process (the callback's state is the process's).
 #pragma once
 
 #include <set>

@@ -194,7 +194,9 @@ nlohmann::json Session::load(const nlohmann::json& command) {
   }
 
   // Before the candidate's import: nothing it runs sees a call observed differently from another.
-  if (protocol_.at("detection").at("enabled").get<bool>()) ops_.emplace();
+  // The candidate's worker only: the callback costs each op a little, and a baseline runs more ops
+  // than a fused candidate, so carried by both it would favour the candidate.
+  if (role_ == Role::candidate && protocol_.at("detection").at("enabled").get<bool>()) ops_.emplace();
   if (role_ == Role::reference) {
     model_ = guarded("problem_error", "constructing Model(*get_init_inputs()) raised",
                      [&] { return harness.attr("build")(problem_.attr("Model"), init, seed); });

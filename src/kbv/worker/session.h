@@ -114,8 +114,8 @@ class Session {
   std::vector<std::uint64_t> pool_seeds_;
   std::vector<Forward> last_;
   std::optional<CandidateWatch> watch_;  // the candidate role under the verified protocol
-  // Under the verified protocol, in both roles (each op costs both sides the same): the aten ops
-  // of every timed call, and of the probe's traced call.
+  // The candidate under the verified protocol: the aten ops of every timed call, and of the
+  // probe's traced call.
   std::optional<OpRecorder> ops_;
   std::set<std::string> timed_ops_;
   std::optional<std::set<std::string>> traced_ops_;  // once the traced call completed
