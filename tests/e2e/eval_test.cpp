@@ -253,6 +253,22 @@ TEST(Memory, TheReferenceBuiltToCopyStateIsNotInTheCandidatesFootprint) {
   EXPECT_LT(footprint, weights + weights / 2);
 }
 
+// A candidate that returns a buffer it keeps (allocated once, rewritten every call) allocates
+// nothing in the measured call; the output it hands out still takes its bytes, and counts.
+TEST(Memory, AnOutputBufferHeldAcrossCallsCountsInThePeak) {
+  const Outcome r = kbv_eval({(kExamples / "problems" / "1_ReLU.py").string(),
+                              (kData.parent_path() / "hacks" / "candidates" / "cpu_static_buffer.py").string(), "--quiet"},
+                             "static buffer");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(r.record["verdict"], "pass") << r.record["verdict_reason"];
+  const json& memory = r.record["memory"];
+  const std::int64_t output = std::int64_t{16} * 16384 * 4;
+  EXPECT_EQ(memory["candidate_held_output_bytes"].get<std::int64_t>(), output);
+  EXPECT_EQ(memory["candidate_transient_peak_bytes"].get<std::int64_t>(), 0);
+  EXPECT_EQ(memory["baseline_held_output_bytes"].get<std::int64_t>(), 0);
+  EXPECT_GE(memory["peak_ratio"].get<double>(), 0.99);  // like with like: one output on each side
+}
+
 // A build killed while it held torch's build lock (Ctrl-C, a lost machine) leaves the lock file,
 // and torch waits for it forever, cached build or not. kbv builds one process at a time per
 // extension directory under its own lock, so a torch lock found there is stale and is removed.

@@ -171,8 +171,7 @@ void evaluate_candidate(WorkerClient& worker, const EvalRequest& request, const 
     sketches = std::move(timing.sketches);
     stage.emplace(record, "memory");
     const Reply memory = worker.request({{"cmd", "memory"}, {"mode", "candidate"}}, Seconds(request.timeout_seconds));
-    record.candidate_memory->peak_bytes = memory.header.at("peak_bytes").get<std::int64_t>();
-    if (memory.header.contains("driver_growth_bytes")) record.candidate_memory->driver_growth_bytes = memory.header["driver_growth_bytes"];
+    protocol::read_memory(memory.header, *record.candidate_memory);
   }
   stage.reset();
   // The probe runs whether or not the checks passed (a hack that also computes wrong values is

@@ -118,8 +118,7 @@ void ReferenceSide::measure_baseline() {
   }
   const Reply memory = reference_request(worker_, {{"cmd", "memory"}, {"mode", "baseline"}}, config_.timeout_seconds);
   baseline_memory_.footprint_bytes = footprint_bytes_;
-  baseline_memory_.peak_bytes = memory.header.at("peak_bytes").get<std::int64_t>();
-  if (memory.header.contains("driver_growth_bytes")) baseline_memory_.driver_growth_bytes = memory.header["driver_growth_bytes"];
+  protocol::read_memory(memory.header, baseline_memory_);
 }
 
 void ReferenceSide::trace_once(const ReferenceDraw& draw) {

@@ -102,9 +102,12 @@ std::string summarize(const protocol::Record& r) {
     if (r.timed_outputs_checked > 0) out << "  timed outputs checked: " << r.timed_outputs_checked << "\n";
   }
   if (const auto peaks = protocol::compare_peaks(r)) {
-    out << "\nmemory (peak above the pre-call level, one call)\n"
+    out << "\nmemory (peak above the pre-call level, one call, with outputs from held buffers)\n"
         << "  baseline   " << bytes(peaks->baseline) << "   candidate  " << bytes(peaks->candidate);
     if (peaks->ratio) out << "   ratio " << format("%.2f", *peaks->ratio);
+    if (r.candidate_memory->held_output_bytes.value_or(0) > 0) {
+      out << "\n  candidate's outputs from held buffers " << bytes(*r.candidate_memory->held_output_bytes);
+    }
     out << "\n  footprint  baseline " << bytes(r.baseline_memory->footprint_bytes) << ", candidate "
         << bytes(r.candidate_memory->footprint_bytes) << "\n";
     if (r.candidate_memory->driver_growth_bytes) {

@@ -39,6 +39,13 @@ std::string_view name(Verdict verdict) {
   return "?";
 }
 
+void read_memory(const json& reply, MemoryResult& into) {
+  into.peak_bytes = reply.at("peak_bytes").get<std::int64_t>();
+  into.transient_peak_bytes = reply.at("transient_peak_bytes").get<std::int64_t>();
+  into.held_output_bytes = reply.at("held_output_bytes").get<std::int64_t>();
+  if (reply.contains("driver_growth_bytes")) into.driver_growth_bytes = reply["driver_growth_bytes"].get<std::int64_t>();
+}
+
 std::optional<PeakComparison> compare_peaks(const Record& r) {
   if (!r.baseline_memory || !r.candidate_memory || !r.baseline_memory->peak_bytes || !r.candidate_memory->peak_bytes) {
     return std::nullopt;
@@ -83,11 +90,15 @@ json to_json(const Record& r) {
   json memory = json::object();
   if (r.baseline_memory) {
     if (r.baseline_memory->peak_bytes) memory["baseline_peak_bytes"] = *r.baseline_memory->peak_bytes;
+    if (r.baseline_memory->transient_peak_bytes) memory["baseline_transient_peak_bytes"] = *r.baseline_memory->transient_peak_bytes;
+    if (r.baseline_memory->held_output_bytes) memory["baseline_held_output_bytes"] = *r.baseline_memory->held_output_bytes;
     memory["baseline_footprint_bytes"] = r.baseline_memory->footprint_bytes;
     if (r.baseline_memory->driver_growth_bytes) memory["baseline_driver_growth_bytes"] = *r.baseline_memory->driver_growth_bytes;
   }
   if (r.candidate_memory) {
     if (r.candidate_memory->peak_bytes) memory["candidate_peak_bytes"] = *r.candidate_memory->peak_bytes;
+    if (r.candidate_memory->transient_peak_bytes) memory["candidate_transient_peak_bytes"] = *r.candidate_memory->transient_peak_bytes;
+    if (r.candidate_memory->held_output_bytes) memory["candidate_held_output_bytes"] = *r.candidate_memory->held_output_bytes;
     memory["candidate_footprint_bytes"] = r.candidate_memory->footprint_bytes;
     if (r.candidate_memory->driver_growth_bytes) memory["candidate_driver_growth_bytes"] = *r.candidate_memory->driver_growth_bytes;
   }

@@ -58,10 +58,17 @@ struct TimingResult {
 };
 
 struct MemoryResult {
-  std::optional<std::int64_t> peak_bytes;  // allocator peak above the pre-call level, one call
+  // One call: the allocator's peak above the pre-call level (transient) plus the bytes of outputs
+  // handed out from memory held before the call (a buffer kept from __init__ or an earlier call),
+  // so that a candidate reusing its output buffer compares like with like.
+  std::optional<std::int64_t> peak_bytes;
+  std::optional<std::int64_t> transient_peak_bytes, held_output_bytes;
   std::int64_t footprint_bytes = 0;  // held by the module after construction
   std::optional<std::int64_t> driver_growth_bytes;
 };
+
+// A worker's `memory` reply (Session::measure_memory) into `into`; the footprint is left as is.
+void read_memory(const nlohmann::json& reply, MemoryResult& into);
 
 struct Record {
   std::string problem, candidate, device;

@@ -64,6 +64,19 @@ void read_every_page(const at::Tensor& t) {
   keep = sink;
 }
 
+// Bytes of the outputs' storages (each once) beyond what the call left allocated: an output in a
+// buffer the module holds (allocated in __init__ or on an earlier call) counts, as the memory it
+// takes to hand out that output, where a freshly allocated one is already in the call's peak.
+std::int64_t held_output_bytes(const std::vector<at::Tensor>& outputs, std::int64_t left_allocated) {
+  std::set<const void*> seen;
+  std::int64_t bytes = 0;
+  for (const at::Tensor& t : outputs) {
+    if (!t.defined() || !t.has_storage() || !seen.insert(t.storage().data()).second) continue;
+    bytes += static_cast<std::int64_t>(t.storage().nbytes());
+  }
+  return std::max<std::int64_t>(0, bytes - std::max<std::int64_t>(0, left_allocated));
+}
+
 // The same inputs in new tensor objects: same storage, offset, sizes and strides, not views (so
 // nothing about the objects -- identity, _base, _is_view -- tells a timed call from a checked one).
 py::list fresh_objects(const py::list& inputs) {
@@ -378,12 +391,15 @@ nlohmann::json Session::measure_memory(const std::string& mode) {
   memory_->reset_peak();
   const std::int64_t before = memory_->allocated();
   const auto driver_before = memory_->driver_used();
+  std::int64_t held = 0;
   {
     apply_flags(mode);  // no watch here: its input clones would count in the peak
     Forward result = collect(call_forward(pool_.at(0)));
     measure::synchronize(device_);
+    held = held_output_bytes(result.outputs, memory_->allocated() - before);
   }
-  nlohmann::json memory = {{"peak_bytes", memory_->peak() - before}};
+  const std::int64_t transient = memory_->peak() - before;
+  nlohmann::json memory = {{"peak_bytes", transient + held}, {"transient_peak_bytes", transient}, {"held_output_bytes", held}};
   if (driver_before) memory["driver_growth_bytes"] = *memory_->driver_used() - *driver_before;
   return memory;
 }

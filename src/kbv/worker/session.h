@@ -66,8 +66,9 @@ class Session {
   const std::vector<at::Tensor>& last_outputs(size_t set) const;
   const c10::Device& device() const { return device_; }
 
-  // Peak allocator bytes above the pre-call level for one call on pool set 0, and the driver's
-  // used-memory growth over it (GPU).
+  // Peak allocator bytes above the pre-call level for one call on pool set 0 (transient), the
+  // bytes of its outputs held from before the call (a buffer the module keeps), their sum (the
+  // peak compared), and the driver's used-memory growth over it (GPU).
   nlohmann::json measure_memory(const std::string& mode);
 
   // Median time of a plain device copy of `bytes` bytes under the timing protocol's timer: the
