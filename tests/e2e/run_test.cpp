@@ -163,6 +163,9 @@ TEST_F(RunAndReport, BadInputIsAUsageErrorOrNamed) {
   EXPECT_EQ(finish(start({"run", "--samples", "/nonexistent", "--problems", dir_.string()}, log)), 2);
   EXPECT_EQ(finish(start({"run", "--manifest", (dir_ / "runs/model-a/notes.py").string(), "--db", db_.string()}, log)), 1);
   EXPECT_NE(slurp(log).find("header names no"), std::string::npos) << slurp(log);
+  std::ofstream(dir_ / "notes.txt") << "not a problem\n";
+  EXPECT_EQ(finish(start({"run", "--problems", (dir_ / "notes.txt").string(), "--samples", dir_.string(), "--db", db_.string()}, log)), 1);
+  EXPECT_NE(slurp(log).find("kbv: error: --problems: not a Python file"), std::string::npos) << slurp(log);
   // No GPU here: the first lane finds none and the run stops, naming it, without failing every candidate.
   std::vector<std::string> cuda = run_args();
   *std::find(cuda.begin(), cuda.end(), "cpu") = "cuda";

@@ -21,6 +21,7 @@
 #include "kbv/eval/summary.h"
 #include "kbv/python/interpreter.h"
 #include "kbv/report/report_command.h"
+#include "kbv/run/discovery.h"
 #include "kbv/sandbox/spec.h"
 #include "kbv/worker/worker_main.h"
 #include "kbv/worker/zygote.h"
@@ -239,6 +240,9 @@ int main(int argc, char** argv) {
                                      python, sandbox);
     }
   } catch (const kbv::eval::EvalError& error) {
+    std::cerr << "kbv: error: " << error.what() << "\n";
+    return 1;
+  } catch (const kbv::run::InputError& error) {
     std::cerr << "kbv: error: " << error.what() << "\n";
     return 1;
   } catch (const std::exception& error) {

@@ -97,10 +97,10 @@ std::vector<std::string> split_csv(const std::string& line, char separator) {
 
 std::vector<store::ProblemInfo> find_problems(const std::string& problems) {
   if (fs::is_regular_file(problems)) {
-    if (fs::path(problems).extension() != ".py") throw std::runtime_error("--problems: not a Python file: " + problems);
+    if (fs::path(problems).extension() != ".py") throw InputError("--problems: not a Python file: " + problems);
     return {problem_info(problems)};
   }
-  if (!fs::is_directory(problems)) throw std::runtime_error("--problems: no such file or folder: " + problems);
+  if (!fs::is_directory(problems)) throw InputError("--problems: no such file or folder: " + problems);
   std::vector<store::ProblemInfo> found;
   for (const auto& entry : fs::recursive_directory_iterator(problems)) {
     if (entry.is_regular_file() && problem_file(entry.path())) found.push_back(problem_info(entry.path()));
@@ -109,7 +109,7 @@ std::vector<store::ProblemInfo> find_problems(const std::string& problems) {
 }
 
 Discovery discover_samples(const std::string& problems_root, const std::string& samples_dir, const std::string& run_name) {
-  if (!fs::is_directory(samples_dir)) throw std::runtime_error("--samples: no such folder: " + samples_dir);
+  if (!fs::is_directory(samples_dir)) throw InputError("--samples: no such folder: " + samples_dir);
   std::map<std::pair<int, int>, store::ProblemInfo> by_id;  // (level, id)
   for (store::ProblemInfo& p : find_problems(problems_root)) {
     if (p.number) by_id.emplace(std::make_pair(p.level.value_or(0), *p.number), std::move(p));  // samples name an id
@@ -146,7 +146,7 @@ Discovery discover_samples(const std::string& problems_root, const std::string& 
 
 Discovery read_manifest(const std::string& manifest_path, const std::string& run_name) {
   std::ifstream in(manifest_path);
-  if (!in) throw std::runtime_error("--manifest: cannot read " + manifest_path);
+  if (!in) throw InputError("--manifest: cannot read " + manifest_path);
   const fs::path base = fs::absolute(manifest_path).parent_path();
   const bool jsonl = fs::path(manifest_path).extension() == ".jsonl";
   const char separator = fs::path(manifest_path).extension() == ".tsv" ? '\t' : ',';
@@ -161,7 +161,7 @@ Discovery read_manifest(const std::string& manifest_path, const std::string& run
       try {
         object = nlohmann::json::parse(line);
       } catch (const nlohmann::json::exception& error) {
-        throw std::runtime_error(manifest_path + ":" + std::to_string(number) + ": " + error.what());
+        throw InputError(manifest_path + ":" + std::to_string(number) + ": " + error.what());
       }
       for (const auto& [key, value] : object.items()) {
         if (value.is_string()) row[key] = value.get<std::string>();
@@ -170,7 +170,7 @@ Discovery read_manifest(const std::string& manifest_path, const std::string& run
       header = split_csv(line, separator);
       for (const char* needed : {"problem", "candidate"}) {
         if (std::find(header.begin(), header.end(), needed) == header.end()) {
-          throw std::runtime_error(manifest_path + ": the header names no `" + std::string(needed) + "` column");
+          throw InputError(manifest_path + ": the header names no `" + std::string(needed) + "` column");
         }
       }
       continue;

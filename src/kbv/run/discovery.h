@@ -4,12 +4,19 @@
 // run) for anything else. A file that cannot be used is listed with the reason, never dropped.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "kbv/store/store.h"
 
 namespace kbv::run {
+
+// What was asked for cannot be used (no such folder, a file of another kind, a manifest without
+// its columns): the user's input, named, not kbv's fault.
+struct InputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 struct Job {
   std::string run_name;
