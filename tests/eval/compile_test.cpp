@@ -47,5 +47,29 @@ TEST_F(Compile, OtherBuildsKeepTheNormalPriority) {
   EXPECT_NE(message.find("scheduling policy SCHED_OTHER"), std::string::npos) << message;
 }
 
+// Builds a candidate makes after its import (in __init__, on its first forward, inside a try)
+// are made by kbv compile, into the folder its evaluation will use; one whose arguments exist only
+// at run time is named, with why.
+TEST_F(Compile, BuildsTheCandidateWouldMakeLaterAreMadeAhead) {
+  CompileRequest request;
+  request.candidates = {std::string(KBV_TEST_DATA_DIR) + "/candidate_lazy_builds.py"};
+  request.timeout_seconds = 600;
+  request.cache_dir = scratch().string();
+  request.launch = {.executable = KBV_BINARY, .python = KBV_PYTHON};
+  const CompileResult result = compile_candidates(request).at(0);
+  ASSERT_EQ(result.outcome, "ok") << result.message;
+  EXPECT_EQ(result.ahead["built"], nlohmann::json({"kbv_lazy_init", "kbv_lazy_forward"})) << result.ahead.dump();
+  EXPECT_TRUE(result.ahead["failed"].empty()) << result.ahead.dump();
+  ASSERT_EQ(result.ahead["missed"].size(), 1u) << result.ahead.dump();
+  EXPECT_NE(result.ahead["missed"][0]["why"].get<std::string>().find("NameError"), std::string::npos);
+  for (const char* name : {"kbv_lazy_init", "kbv_lazy_forward"}) {
+    bool built = false;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(scratch())) {
+      built |= entry.path().parent_path().filename() == name && entry.path().extension() == ".so";
+    }
+    EXPECT_TRUE(built) << name << " has no built library under " << scratch();
+  }
+}
+
 }  // namespace
 }  // namespace kbv::eval

@@ -152,6 +152,14 @@ int run_compile(const CompileOptions& options, const std::string& zygote, const 
     std::snprintf(seconds, sizeof seconds, "%.1fs", r.seconds);
     std::cout << "[" << ++finished << "/" << request.candidates.size() << "] " << r.outcome << "  " << seconds << "  "
               << r.candidate << std::endl;
+    // Build calls in its source beyond its import's (harness.build_ahead): made, failed, or not
+    // made here because their arguments exist only at run time (the evaluation builds those).
+    for (const auto& failed : r.ahead.value("failed", nlohmann::json::array())) {
+      std::cout << "    build at line " << failed.at("line") << " failed: " << failed.at("error").get<std::string>() << std::endl;
+    }
+    for (const auto& missed : r.ahead.value("missed", nlohmann::json::array())) {
+      std::cout << "    build at line " << missed.at("line") << " not made ahead: " << missed.at("why").get<std::string>() << std::endl;
+    }
   };
   const auto results = kbv::eval::compile_candidates(request);
   int failed = 0;

@@ -20,9 +20,10 @@ CompileResult compile_one(const CompileRequest& request, const std::string& cand
   if (launch.sandbox) sandbox = plan_sandbox(launch, request.cache_dir, {candidate});
   WorkerClient worker("candidate", launch, sandbox ? &*sandbox : nullptr);
   try {
-    worker.request({{"cmd", "compile"}, {"candidate", candidate}, {"device", request.device},
-                    {"background", request.background}},
-                   std::chrono::duration<double>(request.timeout_seconds));
+    const Reply reply = worker.request({{"cmd", "compile"}, {"candidate", candidate}, {"device", request.device},
+                                        {"background", request.background}},
+                                       std::chrono::duration<double>(request.timeout_seconds));
+    result.ahead = reply.header.value("ahead", nlohmann::json::object());
   } catch (const WorkerFailed& failed) {
     result.outcome = failed.kind;
     result.message = failed.what();

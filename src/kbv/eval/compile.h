@@ -16,6 +16,9 @@ struct CompileResult {
   std::string outcome;  // ok, compile_error, runtime_error, crash, timeout
   std::string message;  // the build log or error, when not ok
   double seconds = 0;
+  // The extensions it would build later (in __init__, on a first forward, in a try), built here:
+  // {"built": [names], "failed": [{line, error}], "missed": [{line, why}]} (harness.build_ahead).
+  nlohmann::json ahead = nlohmann::json::object();
 };
 
 struct CompileRequest {

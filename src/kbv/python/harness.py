@@ -31,6 +31,56 @@ _TRANSIENT = re.compile(r"signal|killed|no space left|cannot allocate memory|out
 FAILED_BUILD_LOG = "kbv-build-failed.log"
 
 
+def build_ahead(module, path):
+    """Builds now the extensions the candidate would build later -- in ModelNew.__init__, on its first
+    forward, inside a try -- so that its evaluation finds them built: every call of
+    torch.utils.cpp_extension's load_inline or load in its source, the callee and the arguments evaluated
+    in the imported module's namespace (a build its import already made is found built at once).
+    Returns {"built": [names], "failed": [{"line", "error"}], "missed": [{"line", "why"}]}: a call whose
+    arguments name what exists only at run time (self, a local, forward's inputs) cannot be made here."""
+    import ast
+    import torch.utils.cpp_extension as cpp_extension
+    builders = (cpp_extension.load_inline, cpp_extension.load)
+    with open(path) as f:
+        tree = ast.parse(f.read(), path)
+    namespace = vars(module)
+
+    def value(node):
+        return eval(compile(ast.Expression(body=node), path, "eval"), namespace)
+
+    done = {"built": [], "failed": [], "missed": []}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        try:
+            callee = value(node.func)
+        except Exception:
+            continue  # not a name the module knows: not a build call
+        if not any(callee is builder for builder in builders):
+            continue
+        try:
+            args, kwargs = [], {}
+            for arg in node.args:
+                if isinstance(arg, ast.Starred):
+                    args.extend(value(arg.value))
+                else:
+                    args.append(value(arg))
+            for keyword in node.keywords:
+                if keyword.arg is None:
+                    kwargs.update(value(keyword.value))
+                else:
+                    kwargs[keyword.arg] = value(keyword.value)
+        except Exception as error:
+            done["missed"].append({"line": node.lineno, "why": f"{type(error).__name__}: {error}"})
+            continue
+        try:
+            callee(*args, **kwargs)
+            done["built"].append(str(kwargs.get("name", args[0] if args else "?")))
+        except BaseException as error:  # a build that fails here fails in the evaluation too
+            done["failed"].append({"line": node.lineno, "error": f"{type(error).__name__}: {str(error)[-300:]}"})
+    return done
+
+
 def load_candidate(path, name):
     """Imports a candidate (its kernels compile here). Returns (module, None) or (None, (kind, log)).
     One import at a time per extension directory: torch's own build lock lets a process that waited

@@ -152,7 +152,7 @@ py::object Session::import_candidate(const std::string& path) {
   return loaded_candidate(python::harness().attr("load_candidate")(path, "kbv_candidate"));
 }
 
-void Session::compile(const nlohmann::json& command) {
+nlohmann::json Session::compile(const nlohmann::json& command) {
   // SCHED_IDLE runs only where a core has nothing else to run; the compilers the build starts
   // inherit it (sched(7)). Lowering one's own priority needs no privilege.
   if (command.value("background", false)) {
@@ -160,7 +160,13 @@ void Session::compile(const nlohmann::json& command) {
     KBV_SYSCALL(sched_setscheduler(0, SCHED_IDLE, &none));
   }
   select_device(command.at("device"));
-  candidate_ = import_candidate(command.at("candidate"));
+  const std::string path = command.at("candidate");
+  candidate_ = import_candidate(path);
+  try {
+    return to_json(python::harness().attr("build_ahead")(candidate_, path));
+  } catch (py::error_already_set& error) {  // the import built what it builds; say why no more
+    return {{"error", error.what()}};
+  }
 }
 
 nlohmann::json Session::load(const nlohmann::json& command) {

@@ -35,8 +35,10 @@ class Session {
   // Imports the problem (and, for the candidate role, the candidate: its kernels compile now),
   // constructs the module, moves it to the device. Returns facts for the record.
   nlohmann::json load(const nlohmann::json& command);
-  // Only imports the candidate (building its kernels into the extension cache): `kbv compile`.
-  void compile(const nlohmann::json& command);
+  // Imports the candidate (building its kernels into the extension cache), then builds the
+  // extensions it would build later (harness.build_ahead): `kbv compile`. Returns what
+  // build_ahead built, failed and missed.
+  nlohmann::json compile(const nlohmann::json& command);
   // Selects the device and creates its context (CUDA's, ~0.25 s on the H200), so that the parent
   // can have it done while it waits on something else; `load` then finds it ready. With a
   // protocol (protocol::to_json's form), also runs once the kernels its steps will use

@@ -193,8 +193,7 @@ void handle(Session& session, Channel& channel, const json& command) {
     session.start_device(command.at("device"), command.value("protocol", json()));
     reply(channel, {{"status", "ok"}});
   } else if (name == "compile") {
-    session.compile(command);
-    reply(channel, {{"status", "ok"}});
+    reply(channel, {{"status", "ok"}, {"ahead", session.compile(command)}});
   } else if (name == "check") {
     handle_check(session, channel, command);
   } else if (name == "sketches") {
