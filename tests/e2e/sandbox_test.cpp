@@ -186,6 +186,7 @@ TEST_F(Sandbox, EveryHostileCandidateIsContainedWithOneRecordAndItsVerdict) {
   // of the records, kbv_e2e_*).
   const std::string log = runs.at("read_others.py").record.at("logs").value("candidate", "");
   EXPECT_NE(log.find("processes seen: 1"), std::string::npos) << log;
+  EXPECT_NE(log.find("user: kbv-sandbox"), std::string::npos) << log;
   EXPECT_EQ(log.find("kbv_e2e_"), std::string::npos) << log;
   EXPECT_NE(runs.at("forge_reply.py").record.dump().find("forged_reply"), std::string::npos);
   expect_no_effect_outside(scratch_ / "cache", mark_, *tcp_, *unix_);

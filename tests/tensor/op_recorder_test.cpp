@@ -23,6 +23,20 @@ TEST(OpRecorder, RecordsTheOpsBetweenStartAndStopOnly) {
   EXPECT_FALSE(recorder.stop().count("aten::relu"));  // each window starts empty
 }
 
+// A record opened with a name of its own (torch.compile's graphs are) owns the string only until
+// it ends: the recorder keeps a copy.
+TEST(OpRecorder, KeepsNamesThatDieWithTheirRecord) {
+  OpRecorder recorder;
+  recorder.start();
+  {
+    const std::string name = std::string("kbv.region.") + std::to_string(42);
+    RECORD_FUNCTION(name, std::vector<c10::IValue>());
+  }
+  std::string overwrite(64, 'x');  // reuse the freed name's memory
+  const std::set<std::string> ops = recorder.stop();
+  EXPECT_TRUE(ops.count("kbv.region.42")) << overwrite.size();
+}
+
 TEST(OpRecorder, IntactUntilRecordingIsSwitchedOff) {
   OpRecorder recorder;
   EXPECT_TRUE(recorder.intact());

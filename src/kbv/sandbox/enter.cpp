@@ -73,6 +73,9 @@ void enter(const Spec& spec) {
   build_view(spec, uid, gid);
   static constexpr char kHost[] = "kbv-sandbox";
   check(sethostname(kHost, sizeof kHost - 1), "sethostname");
+  // Its user has no passwd entry: what asks for the user's name (getpass.getuser(), which
+  // torch.compile's cache folder is named after) finds it in the environment.
+  for (const char* name : kUserNameVariables) check(setenv(name, kUserName, 1), "setenv");
   apply_limits(spec.limits);
   drop_privileges(uid, gid);
   umask(002);  // its builds stay writable by the group: a later sandbox loads them again

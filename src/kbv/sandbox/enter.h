@@ -17,6 +17,9 @@ inline constexpr int kSetupFailedExit = 125;
 // process limit counts its processes alone), in the group kUserBase that every sandbox shares
 // (the extension builds it writes are read and written again by a later sandbox).
 inline constexpr uid_t kUserBase = 1u << 30;
+// Its user's name, set in the environment (kUserNameVariables) since no passwd entry has one.
+inline constexpr char kUserName[] = "kbv-sandbox";
+inline constexpr const char* kUserNameVariables[] = {"USER", "LOGNAME"};
 
 // Must be called as root, in PID 1 of the new PID namespace, with one thread. In order: its own
 // session (no controlling terminal), the filesystem view (filesystem.h), a host name of its own,

@@ -2,24 +2,30 @@
 
 #include <array>
 #include <atomic>
+#include <cstring>
 
 #include <ATen/ATen.h>
 
 namespace kbv::worker {
 namespace {
 
-// The callback runs on every op of the process; while recording it only claims a slot and stores
-// the op's name pointer (the operator's own string, alive while the op is registered), so the
-// timed calls pay one atomic increment per op. Names are copied and made unique at stop().
-constexpr size_t kSlots = 1 << 14;
+// The callback runs on every op of the process; while recording it claims a slot and copies the
+// name there (an operator's name lives as long as the operator, but a record opened with a name of
+// its own, as torch.compile's graphs are, owns it only until it ends), so the timed calls pay an
+// atomic increment and a short copy per op. Names are made unique at stop().
+constexpr size_t kSlots = 1 << 13, kNameBytes = 96;
 std::atomic<bool> recording{false};
 std::atomic<size_t> used{0};
-std::array<const char*, kSlots> names;
+std::array<std::array<char, kNameBytes>, kSlots> names;
 
 std::unique_ptr<at::ObserverContext> on_op(const at::RecordFunction& op) {
   if (recording.load(std::memory_order_relaxed)) {
     const size_t slot = used.fetch_add(1, std::memory_order_relaxed);
-    if (slot < kSlots) names[slot] = op.name();
+    if (slot < kSlots) {
+      const char* name = op.name();
+      std::strncpy(names[slot].data(), name ? name : "", kNameBytes - 1);
+      names[slot][kNameBytes - 1] = '\0';
+    }
   }
   return nullptr;
 }
@@ -40,9 +46,8 @@ std::set<std::string> OpRecorder::stop() {
   recording.store(false, std::memory_order_release);
   // A window of more ops than slots keeps its first kSlots: the ops a call runs repeat.
   const size_t count = std::min(used.load(std::memory_order_acquire), kSlots);
-  std::set<const char*> distinct(names.begin(), names.begin() + count);
   std::set<std::string> ops;
-  for (const char* name : distinct) ops.emplace(name);
+  for (size_t i = 0; i < count; ++i) ops.emplace(names[i].data());
   return ops;
 }
 

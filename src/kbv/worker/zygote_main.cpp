@@ -119,7 +119,12 @@ Request receive_request() {
     std::fprintf(stderr, "kbv: zygote worker: cannot set its environment: %s\n", error.what());
     _exit(127);
   }
-  if (sandboxed) sandbox::enter_or_exit(sandbox::spec_from_json(spec.at("sandbox")));
+  if (sandboxed) {
+    sandbox::enter_or_exit(sandbox::spec_from_json(spec.at("sandbox")));
+    // What it set in the C environment, where this process's Python (started before it) reads.
+    pybind11::object environ = pybind11::module_::import("os").attr("environ");
+    for (const char* name : sandbox::kUserNameVariables) environ[name] = sandbox::kUserName;
+  }
   const std::string role = spec.at("role");
   int code = 1;
   try {  // nothing may unwind back into the zygote's loop, which this process still has on its stack

@@ -1,6 +1,7 @@
 # Hostile, otherwise honest: at import it reads the command line, environment and memory of every
 # process it can find in /proc and prints them (into its own log, which the record keeps). Contained:
 # /proc shows only its own process, so kbv's command line never reaches the log.
+import getpass
 import os
 
 import torch
@@ -15,6 +16,8 @@ for pid in sorted(p for p in os.listdir("/proc") if p.isdigit()):
         except OSError as error:
             print(f"hostile: /proc/{pid}/{part}: {error}")
 print("hostile: processes seen:", len([p for p in os.listdir("/proc") if p.isdigit()]))
+# Its user has no passwd entry; what asks for its name (torch.compile's cache folder) still gets one.
+print("hostile: user:", getpass.getuser())
 
 
 class ModelNew(nn.Module):
