@@ -1,7 +1,8 @@
 // The runtime watch over a candidate in its own process (PROTOCOL.md, "Findings"; monitor.py holds
 // the Python half). It notes what the candidate did that it must not: builds that failed and were
-// swallowed, the problem's own code run, torch's global state or the harness changed, inputs
-// changed, outputs sharing storage with inputs or in memory not from kbv's allocator, threads left
+// swallowed, the problem's own code run, torch's global state or the harness (or a signal handler,
+// a gc callback, torch's op recording) changed, inputs changed, outputs sharing storage with inputs,
+// in memory not from the device's allocator or with code hooked to their release, threads left
 // running. Each fact becomes a finding with its evidence; the parent merges them with its own
 // judgements.
 #pragma once

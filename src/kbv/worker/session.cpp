@@ -52,8 +52,8 @@ auto guarded(const std::string& kind, const std::string& what, F&& call) {
 // 4 KiB on either side of the comparison.
 void read_every_page(const at::Tensor& t) {
   if (!t.defined() || !t.is_cpu() || t.layout() != at::kStrided || t.numel() == 0) return;
-  std::int64_t last = 0;  // the furthest element from the first, in elements
-  for (std::int64_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * std::abs(t.stride(d));
+  std::int64_t last = 0;  // the furthest element from the first, in elements (strides are >= 0)
+  for (std::int64_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);
   const auto* first = static_cast<const volatile char*>(t.data_ptr());
   const std::int64_t bytes = (last + 1) * static_cast<std::int64_t>(t.element_size());
   constexpr std::int64_t kPage = 4096;
