@@ -120,6 +120,11 @@ RunTotals run(const RunRequest& request, store::Store& store) {
     for (const std::int64_t id : candidate_ids[result.candidate]) store.compiled(id, request.device, result.outcome, result.seconds);
     totals.build_seconds += result.seconds;
     progress.compiled(result.candidate, result.outcome, result.seconds);
+    // A build its source makes later with arguments that exist only at run time: built in the lane.
+    for (const auto& missed : result.ahead.value("missed", json::array())) {
+      progress.note("kbv: " + result.candidate + ": the build at line " + missed.at("line").dump() +
+                    " is made when evaluated, not ahead (" + missed.at("why").get<std::string>() + ")");
+    }
     building[result.candidate].set_value();
     finished.insert(result.candidate);
   };
