@@ -149,6 +149,15 @@ void judge_trace(const json& trace, const json& reference_trace, const json& lib
   }
 }
 
+// The median over whole rounds of a round's total time, per call (samples in call order).
+double per_call_from_rounds(const std::vector<double>& samples, int sets) {
+  std::vector<double> rounds;
+  for (size_t begin = 0; begin + sets <= samples.size(); begin += sets) {
+    rounds.push_back(std::accumulate(samples.begin() + begin, samples.begin() + begin + sets, 0.0) / sets);
+  }
+  return measure::median(rounds);
+}
+
 }  // namespace
 
 std::vector<Finding> static_findings(const json& screen) {
@@ -224,15 +233,6 @@ std::optional<Finding> judge_observed_ops(const json& ops) {
                  {{"why", "the timed calls ran compute ops its traced (observed) call did not"},
                   {"ops_only_when_timed", only_timed},
                   {"traced_compute_ops", traced_compute}});
-}
-
-// The median over whole rounds of a round's total time, per call (samples in call order).
-double per_call_from_rounds(const std::vector<double>& samples, int sets) {
-  std::vector<double> rounds;
-  for (size_t begin = 0; begin + sets <= samples.size(); begin += sets) {
-    rounds.push_back(std::accumulate(samples.begin() + begin, samples.begin() + begin + sets, 0.0) / sets);
-  }
-  return measure::median(rounds);
 }
 
 std::optional<Finding> judge_uneven_calls(const std::vector<double>& baseline, const std::vector<double>& candidate, int sets) {

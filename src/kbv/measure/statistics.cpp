@@ -95,13 +95,6 @@ double median(std::span<const double> samples) {
   return median_in_place(copy);
 }
 
-double quantile(std::span<const double> samples, double q) {
-  if (samples.empty() || has_nan(samples)) return kNaN;
-  std::vector<double> sorted(samples.begin(), samples.end());
-  std::sort(sorted.begin(), sorted.end());
-  return sorted_quantile(sorted, q);
-}
-
 double mean(std::span<const double> samples) {
   if (samples.empty()) return kNaN;
   return std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(samples.size());

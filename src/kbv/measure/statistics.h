@@ -16,10 +16,6 @@ namespace kbv::measure {
 // (ordering is undefined with NaN, so no order statistic is returned for such input).
 double median(std::span<const double> samples);
 
-// Quantile q in [0, 1], interpolated between order statistics (Hyndman & Fan type 7). Empty, or
-// any NaN: NaN.
-double quantile(std::span<const double> samples, double q);
-
 // Arithmetic mean. Empty: NaN. NaN or infinities propagate as in plain summation.
 double mean(std::span<const double> samples);
 
