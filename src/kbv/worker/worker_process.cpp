@@ -36,9 +36,12 @@ Pipe make_pipe() {
   return {UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
-// Moves a child-side fd above kInheritedFd, so the child's dup2 calls onto 0..5 can never overwrite
-// the source of a later dup2, and never find source == target (which would keep O_CLOEXEC set).
-UniqueFd above_std_fds(UniqueFd fd) { return UniqueFd(KBV_SYSCALL(fcntl(fd.get(), F_DUPFD_CLOEXEC, kInheritedFd + 1))); }
+// The first fd above every fd a child's dup2 calls target (0..kInheritedFd + kMaxInheritedFds - 1).
+constexpr int kFirstFreeFd = kInheritedFd + kMaxInheritedFds;
+
+// Moves a child-side fd above the targets, so the child's dup2 calls can never overwrite the source
+// of a later dup2, and never find source == target (which would keep O_CLOEXEC set).
+UniqueFd above_std_fds(UniqueFd fd) { return UniqueFd(KBV_SYSCALL(fcntl(fd.get(), F_DUPFD_CLOEXEC, kFirstFreeFd))); }
 
 void set_nonblocking(int fd) {
   const int flags = KBV_SYSCALL(fcntl(fd, F_GETFL));
@@ -87,7 +90,9 @@ struct ChildPlan {
   const char* path;
   char* const* argv;
   char* const* envp;
-  int stdin_fd, log_fd, command_fd, result_fd, error_fd, inherited_fd;
+  int stdin_fd, log_fd, command_fd, result_fd, error_fd;
+  int inherited[kMaxInheritedFds];  // -1: none
+  int inherited_count;
   pid_t parent;
   int max_fd;
   bool sandboxed;  // PID 1 of new namespaces: its parent reads as 0 there
@@ -126,12 +131,14 @@ struct ChildFailure {
   setrlimit(RLIMIT_CORE, &no_core);
 
   if (dup2(plan.stdin_fd, 0) == -1 || dup2(plan.log_fd, 1) == -1 || dup2(plan.log_fd, 2) == -1 ||
-      dup2(plan.command_fd, kCommandFd) == -1 || dup2(plan.result_fd, kResultFd) == -1 ||
-      (plan.inherited_fd >= 0 && dup2(plan.inherited_fd, kInheritedFd) == -1))
+      dup2(plan.command_fd, kCommandFd) == -1 || dup2(plan.result_fd, kResultFd) == -1)
     child_fail(plan.error_fd, kDup2);
+  for (int i = 0; i < plan.inherited_count; ++i) {
+    if (plan.inherited[i] >= 0 && dup2(plan.inherited[i], kInheritedFd + i) == -1) child_fail(plan.error_fd, kDup2);
+  }
   // Close every inherited fd above the channel at exec, whoever opened it (libraries do not all use
   // O_CLOEXEC). The error pipe must survive until exec, so mark rather than close.
-  const int first_closed = plan.inherited_fd >= 0 ? kInheritedFd + 1 : kResultFd + 1;
+  const int first_closed = kInheritedFd + plan.inherited_count;
   if (close_range(first_closed, ~0u, CLOSE_RANGE_CLOEXEC) == -1) {
     for (int fd = first_closed; fd < plan.max_fd; ++fd)
       if (fd != plan.error_fd) close(fd);
@@ -169,7 +176,7 @@ std::string ExitStatus::describe() const {
 
 WorkerProcess WorkerProcess::start(const std::vector<std::string>& argv,
                                    const std::vector<std::pair<std::string, std::string>>& env_overrides,
-                                   std::size_t log_tail_bytes, int inherited_fd, int namespaces) {
+                                   std::size_t log_tail_bytes, std::span<const int> inherited, int namespaces) {
   if (argv.empty() || argv[0].empty() || argv[0][0] != '/')
     throw std::invalid_argument("WorkerProcess::start: argv[0] must be an absolute path");
   std::vector<std::string> arg_strings = argv;
@@ -185,14 +192,27 @@ WorkerProcess WorkerProcess::start(const std::vector<std::string>& argv,
   UniqueFd child_command = above_std_fds(std::move(command.read));
   UniqueFd child_result = above_std_fds(std::move(result.write));
   UniqueFd child_error = above_std_fds(std::move(error.write));
-  UniqueFd child_inherited;
-  if (inherited_fd >= 0) child_inherited = UniqueFd(KBV_SYSCALL(fcntl(inherited_fd, F_DUPFD_CLOEXEC, kInheritedFd + 1)));
+  if (inherited.size() > kMaxInheritedFds) throw std::invalid_argument("WorkerProcess::start: too many inherited fds");
+  UniqueFd child_inherited[kMaxInheritedFds];
+  for (std::size_t i = 0; i < inherited.size(); ++i) {
+    if (inherited[i] >= 0) child_inherited[i] = UniqueFd(KBV_SYSCALL(fcntl(inherited[i], F_DUPFD_CLOEXEC, kFirstFreeFd)));
+  }
   rlimit files{};
   KBV_SYSCALL(getrlimit(RLIMIT_NOFILE, &files));
   // Everything that can fail is done by now: after fork the child must end up owned by a WorkerProcess.
-  const ChildPlan plan{args[0], args.data(), env.data(), child_stdin.get(), child_log.get(),
-                       child_command.get(), child_result.get(), child_error.get(), child_inherited.get(), getpid(),
-                       static_cast<int>(std::min<rlim_t>(files.rlim_cur, 1 << 20)), namespaces != 0};
+  const ChildPlan plan{args[0],
+                       args.data(),
+                       env.data(),
+                       child_stdin.get(),
+                       child_log.get(),
+                       child_command.get(),
+                       child_result.get(),
+                       child_error.get(),
+                       {child_inherited[0].get(), child_inherited[1].get()},
+                       static_cast<int>(inherited.size()),
+                       getpid(),
+                       static_cast<int>(std::min<rlim_t>(files.rlim_cur, 1 << 20)),
+                       namespaces != 0};
 
   // Signals stay blocked across fork until the child has reset its dispositions: a handler of the
   // parent's must never run in the child.

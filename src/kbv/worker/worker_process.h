@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -18,8 +19,12 @@
 
 namespace kbv::worker {
 
-// The fd at which a child started with an inherited fd finds it.
+// The fds at which a child started with inherited fds finds them: the first at kInheritedFd (a
+// worker's output region, the zygote's socket), the second after it (a worker's socket for open
+// files, kFileSocketFd).
 inline constexpr int kInheritedFd = 5;
+inline constexpr int kMaxInheritedFds = 2;
+inline constexpr int kFileSocketFd = kInheritedFd + 1;
 
 // poll()'s timeout for a wait until `deadline`: -1 (none) for time_point::max(), 0 once it passed.
 int poll_timeout_ms(std::chrono::steady_clock::time_point now, std::chrono::steady_clock::time_point deadline);
@@ -60,13 +65,15 @@ class WorkerProcess {
   //    or a long-lived pool thread);
   //  - RLIMIT_CORE = 0: a crashing worker with gigabytes mapped must not spend minutes dumping core.
   // Throws std::system_error if a pipe or fork fails or the child cannot exec (errno from execve).
-  // `inherited_fd` (when >= 0) is also given to the child, as fd kInheritedFd (the zygote's socket).
+  // `inherited` (at most kMaxInheritedFds; -1 for none) are also given to the child, from fd
+  // kInheritedFd on.
   // `namespaces` (clone flags, sandbox::namespace_flags()) makes the child in new namespaces, PID 1
   // of its own PID namespace: killing it kills everything it started. It then gets a session of
   // its own (setsid) instead of a process group, and its sandbox is entered after exec.
   static WorkerProcess start(const std::vector<std::string>& argv,
                              const std::vector<std::pair<std::string, std::string>>& env_overrides,
-                             std::size_t log_tail_bytes = 64 * 1024, int inherited_fd = -1, int namespaces = 0);
+                             std::size_t log_tail_bytes = 64 * 1024, std::span<const int> inherited = {},
+                             int namespaces = 0);
 
   // For a worker that another process forks (worker/zygote.h): the pipes, with the parent's ends in
   // the returned handle and the child's ends (command read, result write, log write) in `child`.

@@ -8,10 +8,13 @@
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "kbv/common/syscall.h"
+#include "kbv/worker/fd_passing.h"
 
 namespace kbv::worker {
 namespace {
@@ -42,26 +45,6 @@ nlohmann::json receive_reply(int socket, Clock::time_point deadline, const std::
   }
 }
 
-void send_with_fds(int socket, const std::string& text, std::span<const int> fds) {
-  iovec data{const_cast<char*>(text.data()), text.size()};
-  alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))];
-  std::memset(control, 0, sizeof control);
-  msghdr message{};
-  message.msg_iov = &data;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = CMSG_SPACE(fds.size_bytes());
-  cmsghdr* header = CMSG_FIRSTHDR(&message);
-  header->cmsg_level = SOL_SOCKET;
-  header->cmsg_type = SCM_RIGHTS;
-  header->cmsg_len = CMSG_LEN(fds.size_bytes());
-  std::memcpy(CMSG_DATA(header), fds.data(), fds.size_bytes());
-  ssize_t sent;
-  while ((sent = sendmsg(socket, &message, MSG_NOSIGNAL)) == -1 && errno == EINTR) {
-  }
-  if (sent == -1) throw ZygoteFailed(std::string("cannot reach the zygote: ") + std::strerror(errno));
-}
-
 }  // namespace
 
 std::shared_ptr<Zygote> Zygote::start(const std::string& executable, const std::string& python,
@@ -71,8 +54,9 @@ std::shared_ptr<Zygote> Zygote::start(const std::string& executable, const std::
   int pair[2];
   KBV_SYSCALL(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair));
   UniqueFd ours(pair[0]), theirs(pair[1]);
+  const int inherited[] = {theirs.get()};
   WorkerProcess process =
-      WorkerProcess::start({executable, "worker", "--role", "zygote", "--python", python}, {}, 64 * 1024, theirs.get());
+      WorkerProcess::start({executable, "worker", "--role", "zygote", "--python", python}, {}, 64 * 1024, inherited);
   theirs.reset();  // else a dead zygote would never read as EOF
   std::vector<std::string> python_paths;
   try {
@@ -86,16 +70,22 @@ std::shared_ptr<Zygote> Zygote::start(const std::string& executable, const std::
 }
 
 WorkerProcess Zygote::spawn(const std::string& role, const std::vector<std::pair<std::string, std::string>>& environment,
-                            std::chrono::duration<double> timeout, int inherited_fd, const nlohmann::json& sandbox) {
+                            std::chrono::duration<double> timeout, std::span<const int> inherited,
+                            const nlohmann::json& sandbox) {
   WorkerProcess::ChildEnds child;
   WorkerProcess process = WorkerProcess::prepare(child);
   nlohmann::json request = {{"role", role}, {"environment", nlohmann::json::array()}, {"sandbox", sandbox}};
   for (const auto& [name, value] : environment) request["environment"].push_back({name, value});
-  const int fds[4] = {child.command.get(), child.result.get(), child.log.get(), inherited_fd};
+  std::vector<int> fds = {child.command.get(), child.result.get(), child.log.get()};
+  fds.insert(fds.end(), inherited.begin(), inherited.end());
   std::lock_guard lock(mutex_);
   if (broken_) throw ZygoteFailed("the zygote failed earlier: " + broken_reason_);
   try {
-    send_with_fds(socket_.get(), request.dump(), std::span<const int>(fds, inherited_fd >= 0 ? 4 : 3));
+    try {
+      send_fds(socket_.get(), request.dump(), fds);
+    } catch (const std::system_error& failed) {
+      throw ZygoteFailed(std::string("cannot reach the zygote: ") + failed.what());
+    }
     child = {};  // the worker holds them now; ours would keep its pipes from ever reading EOF
     const nlohmann::json reply = receive_reply(socket_.get(), deadline_after(timeout), "fork a " + role + " worker");
     process.attach(reply.at("pid").get<pid_t>());

@@ -42,13 +42,13 @@ class Zygote {
                                        std::chrono::duration<double> timeout = std::chrono::seconds(300));
 
   // A worker of `role` ("reference" or "candidate") with `environment` set over the zygote's (which
-  // is this process's at start()), and `inherited_fd` (when >= 0) at kInheritedFd, as
-  // WorkerProcess::start gives it. With a `sandbox` (sandbox::to_json of a spec; null for none)
+  // is this process's at start()), and `inherited` (none -1) from kInheritedFd on, as
+  // WorkerProcess::start gives them. With a `sandbox` (sandbox::to_json of a spec; null for none)
   // the worker is made in new namespaces, PID 1 of its own PID namespace, and enters that sandbox
   // before it serves. Thread-safe: one spawn at a time. Throws ZygoteFailed.
   WorkerProcess spawn(const std::string& role, const std::vector<std::pair<std::string, std::string>>& environment,
-                      std::chrono::duration<double> timeout = std::chrono::seconds(60), int inherited_fd = -1,
-                      const nlohmann::json& sandbox = nullptr);
+                      std::chrono::duration<double> timeout = std::chrono::seconds(60),
+                      std::span<const int> inherited = {}, const nlohmann::json& sandbox = nullptr);
 
   // Where its interpreter, and so every worker forked from it, finds its standard library and
   // packages (python::search_paths()).
@@ -62,7 +62,7 @@ class Zygote {
   bool broken_ = false;  // a request failed: the socket's replies can no longer be matched
   std::string broken_reason_;
   WorkerProcess process_;
-  UniqueFd socket_;  // SOCK_SEQPACKET: one request (JSON + three or four fds), one reply (JSON) each
+  UniqueFd socket_;  // SOCK_SEQPACKET: one request (JSON, the worker's pipes and inherited fds), one reply (JSON) each
   std::vector<std::string> python_paths_;
 };
 

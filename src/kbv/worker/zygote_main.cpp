@@ -14,6 +14,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <system_error>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -24,6 +25,7 @@
 #include "kbv/python/interpreter.h"
 #include "kbv/sandbox/enter.h"
 #include "kbv/worker/channel.h"
+#include "kbv/worker/fd_passing.h"
 #include "kbv/worker/worker_main.h"
 #include "kbv/worker/zygote.h"
 
@@ -36,49 +38,10 @@ void reply(const nlohmann::json& message) {
   }
 }
 
-// A request's text and its three fds (command read, result write, log write); n == 0 when the
-// parent closed the socket.
-struct Request {
-  ssize_t n = 0;
-  std::string text;
-  int fds[4] = {-1, -1, -1, -1};  // command, result, log; the worker's inherited fd when given
-  int fd_count = 0;
-};
-
-Request receive_request() {
-  Request request;
-  static char buffer[1 << 16];
-  iovec data{buffer, sizeof buffer};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof request.fds)];
-  msghdr message{};
-  message.msg_iov = &data;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  while ((request.n = recvmsg(kInheritedFd, &message, MSG_CMSG_CLOEXEC)) == -1 && errno == EINTR) {
-  }
-  if (request.n <= 0) return request;
-  request.text.assign(buffer, static_cast<std::size_t>(request.n));
-  for (cmsghdr* header = CMSG_FIRSTHDR(&message); header != nullptr; header = CMSG_NXTHDR(&message, header)) {
-    if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
-    const int count = static_cast<int>((header->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-    for (int i = 0; i < count; ++i) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(header) + i * sizeof(int), sizeof fd);
-      if (request.fd_count < 4) {
-        request.fds[request.fd_count++] = fd;
-      } else {
-        close(fd);
-      }
-    }
-  }
-  return request;
-}
-
 // In the forked worker: wait until the intermediate parent is gone and this process is the
 // parent's child, tie its life to the parent's, move the pipes onto the worker's fds, set the
 // environment, enter its sandbox if it has one, serve. Never returns.
-[[noreturn]] void become_worker(pid_t intermediate, int intermediate_pidfd, pid_t parent, const Request& request,
+[[noreturn]] void become_worker(pid_t intermediate, int intermediate_pidfd, pid_t parent, const PassedFds& request,
                                 const nlohmann::json& spec) {
   const bool sandboxed = !spec.at("sandbox").is_null();
   if (sandboxed) {
@@ -90,7 +53,7 @@ Request receive_request() {
     close(intermediate_pidfd);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     // The parent died before PDEATHSIG was armed: the command pipe's only writer is gone.
-    pollfd commands{request.fds[0], POLLIN, 0};
+    pollfd commands{request.fds[0].get(), POLLIN, 0};
     if (poll(&commands, 1, 0) == 1 && (commands.revents & POLLHUP)) _exit(1);
   } else {
     while (getppid() == intermediate) usleep(50);
@@ -99,15 +62,22 @@ Request receive_request() {
     if (getppid() != parent) _exit(1);  // it died before PDEATHSIG was armed
     setpgid(0, 0);
   }
+  // Every received fd above the targets of the dup2 calls below first, so that none of them is
+  // a later one's source; then /dev/null, which goes to 0 before any target it could occupy.
+  int fds[3 + kMaxInheritedFds];
+  const int count = static_cast<int>(request.fds.size());
+  for (int i = 0; i < count; ++i) {
+    if ((fds[i] = fcntl(request.fds[i].get(), F_DUPFD, kInheritedFd + kMaxInheritedFds)) == -1) _exit(127);
+  }
   const int null = open("/dev/null", O_RDONLY);
-  // The inherited fd first: kInheritedFd (the zygote's socket here) is none of the sources.
-  const bool inherits = request.fd_count == 4;
-  if ((inherits && dup2(request.fds[3], kInheritedFd) == -1) || null == -1 || dup2(null, 0) == -1 ||
-      dup2(request.fds[2], 1) == -1 || dup2(request.fds[2], 2) == -1 || dup2(request.fds[0], kCommandFd) == -1 ||
-      dup2(request.fds[1], kResultFd) == -1)
+  if (null == -1 || dup2(null, 0) == -1 || dup2(fds[2], 1) == -1 || dup2(fds[2], 2) == -1 ||
+      dup2(fds[0], kCommandFd) == -1 || dup2(fds[1], kResultFd) == -1)
     _exit(127);
-  // The zygote's socket (unless replaced by the inherited fd), the received fds, anything inherited.
-  close_range((inherits ? kInheritedFd : kResultFd) + 1, ~0u, 0);
+  for (int i = 3; i < count; ++i) {
+    if (dup2(fds[i], kInheritedFd + i - 3) == -1) _exit(127);
+  }
+  // The zygote's socket (unless replaced by an inherited fd), the received fds, anything inherited.
+  close_range(kInheritedFd + count - 3, ~0u, 0);
   PyOS_AfterFork_Child();
   try {
     // Through os.environ, which also calls putenv: torch reads some from Python, CUDA from C.
@@ -141,31 +111,41 @@ Request receive_request() {
 }  // namespace
 
 int run_zygote(const std::string& python_executable) {
+  // Every fd number a forked worker's inherited fds take above the zygote's socket is held from
+  // the start: a library the interpreter loads (NVML, for torch's device count) would otherwise
+  // take it, and the worker's dup2 would replace that library's file under it.
+  for (int fd = kInheritedFd + 1; fd < kInheritedFd + kMaxInheritedFds; ++fd) {
+    const int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null == -1 || (null != fd && (dup3(null, fd, O_CLOEXEC) == -1 || close(null) == -1))) {
+      std::perror("kbv: zygote: holding the workers' fds");
+      return 1;
+    }
+  }
   measure::install_counting_cpu_allocator();
   python::start_interpreter(python_executable);
   python::preload_for_workers();
   const pid_t parent = getppid();
   reply({{"ready", true}, {"python_paths", python::search_paths()}});
   for (;;) {
-    Request request = receive_request();
-    if (request.n == 0) {  // the parent closed the socket: done (no interpreter or torch teardown)
+    PassedFds request;
+    try {
+      request = receive_fds(kInheritedFd, std::chrono::steady_clock::time_point::max());
+    } catch (const std::system_error& failed) {
+      std::fprintf(stderr, "kbv: zygote: %s\n", failed.what());
+      return 1;
+    }
+    if (request.status == PassedFds::Status::closed) {  // the parent closed the socket: done (no interpreter or torch teardown)
       std::fflush(nullptr);
       _exit(0);
     }
-    if (request.n < 0) {
-      std::perror("kbv: zygote: recvmsg");
-      return 1;
-    }
     const nlohmann::json spec = nlohmann::json::parse(request.text, nullptr, false);
-    if (request.fd_count < 3 || spec.is_discarded() || !spec.contains("role") || !spec.contains("environment") ||
-        !spec.contains("sandbox")) {
-      for (int i = 0; i < request.fd_count; ++i) close(request.fds[i]);
+    if (request.fds.size() < 3 || request.fds.size() > 3 + kMaxInheritedFds || spec.is_discarded() ||
+        !spec.contains("role") || !spec.contains("environment") || !spec.contains("sandbox")) {
       reply({{"error", "malformed request"}});
       continue;
     }
     int pid_pipe[2];
     if (pipe2(pid_pipe, O_CLOEXEC) == -1) {
-      for (int fd : request.fds) close(fd);
       reply({{"error", std::string("pipe: ") + std::strerror(errno)}});
       continue;
     }
@@ -189,7 +169,7 @@ int run_zygote(const std::string& python_executable) {
     const int fork_error = errno;
     PyOS_AfterFork_Parent();
     close(pid_pipe[1]);
-    for (int fd : request.fds) close(fd);
+    request.fds.clear();
     int result[2] = {-1, fork_error};
     if (intermediate > 0) {
       ssize_t n;
