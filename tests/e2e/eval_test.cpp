@@ -127,6 +127,9 @@ TEST_F(ExampleSuite, HonestRecordHasEveryField) {
   // A 256x256 float32 output is 256 KiB: both sides allocate at least that much in one call.
   EXPECT_GE(r["memory"]["baseline_peak_bytes"].get<int64_t>(), 256 * 1024);
   EXPECT_GE(r["memory"]["candidate_peak_bytes"].get<int64_t>(), 256 * 1024);
+  // On the CPU each checked output goes through host memory to the reference's worker: ten draws
+  // and the probe's call on refreshed inputs.
+  EXPECT_EQ(r["checked_output_host_bytes"], 11 * 256 * 256 * 4);
   for (const char* key : {"kbv", "torch", "python"}) EXPECT_TRUE(r["versions"].contains(key)) << key;
   EXPECT_EQ(r["timing"]["baseline"]["flags"]["cublas"], true);  // the TF32 baseline, read back
   // Each sample's host launch time beside it; on the CPU the launch is the whole call.

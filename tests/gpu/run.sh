@@ -24,6 +24,8 @@
 # loop's 21 minutes are not spent again, 4 of its 34 candidates are, for this machine's pace
 # against the record's; its table names both sides' dates; set KBV_COMMIT, the
 # machine's copy of the tree has no git history; the entry is OUT_DIR/bench/RESULTS-entry.md).
+# a verified and a kernelbench evaluation of KernelBench's 19_ReLU at its own size, 6 GiB in and out
+# (stage `large`: each one's wall and stage seconds),
 # tests/sandbox/corpus.py on cuda (stage `sandbox`: the hostile corpus, each attack contained) and
 # bench/sandbox_cost.py (stage `sandboxcost`: an evaluation with --sandbox on and off in turns).
 # Prints a short table last. Usage: tests/gpu/run.sh [OUT_DIR]   (stages: KBV_GPU_STAGES)
@@ -94,6 +96,18 @@ for stage in $stages; do
     sync)
       # The same wait in plain processes, with and without a copy to the host between samples.
       python3 bench/sync_probe.py | tee "$out/sync.txt" || status=1 ;;
+    large)
+      # KernelBench's 19_ReLU at its own size (6 GiB in, 6 GiB out), an honest candidate, both
+      # protocols: each evaluation's wall and where it went (the record's stage seconds).
+      for protocol in verified kernelbench; do
+        began=$(date +%s.%N)
+        "$KBV" eval tests/gpu/data/large_relu.py examples/candidates/1_ReLU/cuda_honest.py --device cuda \
+          --protocol "$protocol" --quiet --json "$out/large-$protocol.json" >/dev/null || status=1
+        python3 -c 'import json, sys, time; r = json.load(open(sys.argv[1])); print(sys.argv[2], r["verdict"],
+  "wall %.1f s:" % (time.time() - float(sys.argv[3])),
+  " ".join("%s %.1f" % kv for kv in sorted(r["stage_seconds"].items(), key=lambda kv: -kv[1]) if kv[1] >= 0.05))' \
+          "$out/large-$protocol.json" "$protocol" "$began" | tee -a "$out/large.txt"
+      done ;;
     audit)
       "$KBV" audit --problems examples/problems --device cuda --json "$out/audit-examples.json" | tee "$out/audit.txt" || status=1
       "$KBV" audit --problems tests/audit/problems --device cuda --json "$out/audit-corpus.json" | tee -a "$out/audit.txt" || status=1 ;;

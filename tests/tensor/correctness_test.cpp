@@ -18,17 +18,26 @@ at::Tensor round_to_tf32(const at::Tensor& x) {
   return x.view(at::kInt).bitwise_and(~((1 << 13) - 1)).view(at::kFloat);
 }
 
+// One draw judged as the evaluation judges it: the outputs compared with the reference's as the
+// reference's worker compares them, the numbers judged as the parent judges them.
+protocol::DrawResult judged(const ReferenceDraw& d, const std::vector<at::Tensor>& reference, const std::vector<at::Tensor>& outputs,
+                            const protocol::Protocol& p) {
+  const bool scaled = p.comparison == protocol::Comparison::scaled;
+  return judge(d, check::compare_outputs(outputs, reference, d.reference_rms, scaled, p.atol, p.rtol), std::nullopt, p);
+}
+
 struct MatmulDraw {
   ReferenceDraw draw;
-  at::Tensor baseline;  // TF32
+  std::vector<at::Tensor> reference;  // in float64, rounded to float32
+  at::Tensor baseline;                // TF32
 
   // The baseline's error and the reference's finiteness and RMS, as the reference worker measures
   // them (after any edit of a test).
   ReferenceDraw measured() const {
     ReferenceDraw d = draw;
-    d.baseline_error = check::scaled_error({baseline}, d.reference);
-    d.all_finite = check::all_finite(d.reference);
-    for (const at::Tensor& r : d.reference) d.reference_rms.push_back(check::finite_rms(r));
+    d.baseline_error = check::scaled_error({baseline}, reference);
+    d.all_finite = check::all_finite(reference);
+    for (const at::Tensor& r : reference) d.reference_rms.push_back(check::finite_rms(r));
     return d;
   }
 };
@@ -37,7 +46,7 @@ MatmulDraw matmul_draw(Family family = Family::standard) {
   const at::Tensor a = at::randn({128, 128}), b = at::randn({128, 128});
   MatmulDraw m;
   m.draw.draw = {family, 0, nlohmann::json::object(), 1};
-  m.draw.reference = {at::matmul(a.to(at::kDouble), b.to(at::kDouble)).to(at::kFloat)};
+  m.reference = {at::matmul(a.to(at::kDouble), b.to(at::kDouble)).to(at::kFloat)};
   m.baseline = at::matmul(round_to_tf32(a), round_to_tf32(b));
   return m;
 }
@@ -55,16 +64,16 @@ TEST(Tolerance, AsAccurateAsTf32PassesTenTimesWorseFails) {
   prepare(draws, p);
   const ReferenceDraw& d = draws[0];
   ASSERT_GT(d.baseline_error, p.error_floor / p.baseline_multiplier);  // TF32 error dominates the floor
-  EXPECT_EQ(judge(d, {m.baseline}, std::nullopt, p).status, "pass");
+  EXPECT_EQ(judged(d, m.reference, {m.baseline}, p).status, "pass");
   // Ten times the baseline's own error: the reference plus 10x the baseline's deviation.
-  const at::Tensor worse = d.reference[0] + 10 * (m.baseline - d.reference[0]);
-  EXPECT_EQ(judge(d, {worse}, std::nullopt, p).status, "fail");
+  const at::Tensor worse = m.reference[0] + 10 * (m.baseline - m.reference[0]);
+  EXPECT_EQ(judged(d, m.reference, {worse}, p).status, "fail");
 }
 
 TEST(Prepare, NonFiniteReferenceUnderAHiddenFamilyIsOutOfDomain) {
   const protocol::Protocol p = protocol::verified();
   MatmulDraw normal = matmul_draw(Family::normal);
-  normal.draw.reference[0][0][0] = std::nan("");
+  normal.reference[0][0][0] = std::nan("");
   normal.baseline[0][0] = std::nan("");
   std::vector<ReferenceDraw> draws = {matmul_draw(Family::standard).measured(), normal.measured()};
   prepare(draws, p);
@@ -83,10 +92,11 @@ TEST(Prepare, ADrawTheBaselineFailsIsSkipped) {
 
 TEST(Judge, BadOutputsFailWithTheirReason) {
   const protocol::Protocol p = protocol::verified();
-  std::vector<ReferenceDraw> draws = {matmul_draw().measured()};
+  const MatmulDraw m = matmul_draw();
+  std::vector<ReferenceDraw> draws = {m.measured()};
   prepare(draws, p);
-  EXPECT_EQ(judge(draws[0], {}, std::string("output 0 is builtins.int"), p).reason, "output 0 is builtins.int");
-  const auto wrong_shape = judge(draws[0], {at::zeros({128 * 128})}, std::nullopt, p);
+  EXPECT_EQ(judge(draws[0], std::nullopt, std::string("output 0 is builtins.int"), p).reason, "output 0 is builtins.int");
+  const auto wrong_shape = judged(draws[0], m.reference, {at::zeros({128 * 128})}, p);
   EXPECT_EQ(wrong_shape.status, "fail");
   EXPECT_NE(wrong_shape.reason.find("shape"), std::string::npos);
 }
@@ -95,12 +105,12 @@ TEST(Judge, KernelbenchUsesAllclose) {
   const protocol::Protocol p = protocol::kernelbench();
   ReferenceDraw d;
   d.draw = {Family::standard, 0, nlohmann::json::object(), 1};
-  d.reference = {at::softmax(at::rand({2, 65536}), 1)};
+  const std::vector<at::Tensor> reference = {at::softmax(at::rand({2, 65536}), 1)};
   std::vector<ReferenceDraw> draws = {d};
   prepare(draws, p);
   // Its blind spot, reproduced: zeros pass a wide softmax.
-  EXPECT_EQ(judge(draws[0], {at::zeros_like(d.reference[0])}, std::nullopt, p).status, "pass");
-  EXPECT_EQ(judge(draws[0], {d.reference[0] + 1e-3}, std::nullopt, p).status, "fail");
+  EXPECT_EQ(judged(draws[0], reference, {at::zeros_like(reference[0])}, p).status, "pass");
+  EXPECT_EQ(judged(draws[0], reference, {reference[0] + 1e-3}, p).status, "fail");
 }
 
 protocol::FamilyResult family(const std::string& name, const std::string& status) {

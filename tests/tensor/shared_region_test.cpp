@@ -23,7 +23,7 @@ at::Tensor large(double value) { return at::full({1024, 512}, value, at::kFloat)
 TEST(SharedRegion, LargeTensorsArriveAsViewsSmallOnesAsBlobs) {
   Sides sides;
   ASSERT_NE(sides.worker, nullptr);
-  sides.worker->begin_command(false, false);
+  sides.worker->begin_command();
   const at::Tensor sent = at::randn({1024, 512});
   const std::optional<nlohmann::json> meta = sides.worker->place(sent);
   ASSERT_TRUE(meta.has_value());
@@ -34,7 +34,7 @@ TEST(SharedRegion, LargeTensorsArriveAsViewsSmallOnesAsBlobs) {
 
 TEST(SharedRegion, AnyLayoutAndTypeIsWrittenContiguous) {
   Sides sides;
-  sides.worker->begin_command(false, false);
+  sides.worker->begin_command();
   const at::Tensor sent = at::randn({512, 1024}, at::kDouble).t();  // not contiguous
   const std::optional<nlohmann::json> meta = sides.worker->place(sent);
   ASSERT_TRUE(meta.has_value());
@@ -44,22 +44,26 @@ TEST(SharedRegion, AnyLayoutAndTypeIsWrittenContiguous) {
   EXPECT_TRUE(at::equal(received, sent));
 }
 
-TEST(SharedRegion, KeptOutputsStayUntilReleased) {
+TEST(SharedRegion, EachCommandWritesFromTheStart) {
   Sides sides;
-  sides.worker->begin_command(true, false);
-  const nlohmann::json kept = *sides.worker->place(large(1));
-  sides.worker->begin_command(false, false);
-  const nlohmann::json first = *sides.worker->place(large(2));
-  sides.worker->begin_command(false, false);
-  const nlohmann::json second = *sides.worker->place(large(3));
-  // The unkept outputs of two commands share their place; the kept one stays as it was.
-  EXPECT_EQ(first["region"]["offset"], second["region"]["offset"]);
-  EXPECT_GT(first["region"]["offset"].get<std::uint64_t>(), kept["region"]["offset"].get<std::uint64_t>());
-  EXPECT_TRUE(at::equal(SharedRegion::view(sides.parent, kept), large(1)));
-  EXPECT_TRUE(at::equal(SharedRegion::view(sides.parent, second), large(3)));
-  // Released, the kept place is the first to be written again.
-  sides.worker->begin_command(true, true);
-  EXPECT_EQ((*sides.worker->place(large(4)))["region"]["offset"], kept["region"]["offset"]);
+  sides.worker->begin_command();
+  const nlohmann::json first = *sides.worker->place(large(1));
+  const nlohmann::json second_of_first = *sides.worker->place(large(2));
+  sides.worker->begin_command();
+  const nlohmann::json next = *sides.worker->place(large(3));
+  EXPECT_GT(second_of_first["region"]["offset"].get<std::uint64_t>(), first["region"]["offset"].get<std::uint64_t>());
+  EXPECT_EQ(next["region"]["offset"], first["region"]["offset"]);
+  EXPECT_TRUE(at::equal(SharedRegion::view(sides.parent, next), large(3)));
+}
+
+TEST(SharedRegion, AHandedOverRegionReadsAsTheParentsAndAnyOtherFileIsRefused) {
+  Sides sides;
+  sides.worker->begin_command();
+  const nlohmann::json meta = *sides.worker->place(large(5));
+  // As the reference's worker gets a candidate's region from the parent (worker/fd_passing.h).
+  const std::shared_ptr<const SharedRegion> received = SharedRegion::open_received(UniqueFd(fcntl(sides.parent->fd(), F_DUPFD_CLOEXEC, 0)));
+  EXPECT_TRUE(at::equal(SharedRegion::view(received, meta), large(5)));
+  EXPECT_THROW(SharedRegion::open_received(UniqueFd(open("/dev/null", O_RDONLY | O_CLOEXEC))), std::runtime_error);
 }
 
 TEST(SharedRegion, TheWorkerCannotResizeIt) {
@@ -73,7 +77,7 @@ TEST(SharedRegion, TheWorkerCannotResizeIt) {
 
 TEST(SharedRegion, DescriptionsOutOfBoundsAreRefused) {
   Sides sides;
-  sides.worker->begin_command(false, false);
+  sides.worker->begin_command();
   const nlohmann::json good = *sides.worker->place(large(1));
   auto with = [&](auto change) {
     nlohmann::json meta = good;

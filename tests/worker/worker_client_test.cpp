@@ -6,10 +6,14 @@
 
 #include <chrono>
 
+#include <fcntl.h>
+
 #include <ATen/ATen.h>
 
 #include "kbv/check/comparison.h"
 #include "kbv/protocol/protocol.h"
+#include "kbv/worker/shared_region.h"
+#include "kbv/worker/tensor_codec.h"
 
 namespace kbv::eval {
 namespace {
@@ -91,28 +95,57 @@ TEST(WorkerClient, KernelsLoadedAheadChangeNoFootprintDrawOrOutput) {
   EXPECT_TRUE(at::equal(checks[0].tensors[0], checks[1].tensors[0]));
 }
 
-// The reference worker's facts about its first mode's outputs, which the parent's tolerances
-// use instead of passes of its own over the copies: the same finiteness and RMS.
-TEST(WorkerClient, TheReferencesRmsAndFinitenessComeWithItsOutputs) {
-  const nlohmann::json protocol = protocol::to_json(protocol::preset("verified"));
+// The reference's worker measures its first mode's outputs where they lie (finiteness, RMS, size)
+// and sends none of them; a candidate's outputs handed to it, as blobs or in the candidate's output
+// region (whose file comes with the command), are compared there as the host compares them.
+TEST(WorkerClient, TheReferencesWorkerComparesOutputsAsTheHostDoes) {
+  const protocol::Protocol verified = protocol::preset("verified");
   WorkerClient worker("reference", launch());
   worker.request({{"cmd", "load"},
-                  {"problem", std::string(KBV_TEST_DATA_DIR) + "/problem_cyclic_model.py"},
+                  {"problem", std::string(KBV_EXAMPLES_DIR) + "/problems/1_ReLU.py"},
                   {"device", "cpu"},
-                  {"protocol", protocol}},
+                  {"protocol", protocol::to_json(verified)}},
                  60s);
-  const Reply reply = worker.request({{"cmd", "check"},
-                                      {"draw", {{"family", "normal"}, {"params", {{"std", 2.0}}}, {"seed", 3}}},
-                                      {"modes", {"reference", "baseline"}},
-                                      {"errors_against_first", true}},
-                                     60s);
-  const nlohmann::json& first = reply.header.at("results").at(0);
-  ASSERT_EQ(reply.tensors.size(), 1u);
+  const nlohmann::json draw = {{"family", "normal"}, {"params", {{"std", 2.0}}}, {"seed", 3}};
+  const Reply measured = worker.request(
+      {{"cmd", "check"}, {"draw", draw}, {"modes", {"reference", "baseline"}}, {"errors_against_first", true}}, 60s);
+  const nlohmann::json& first = measured.header.at("results").at(0);
+  EXPECT_TRUE(measured.tensors.empty());
+  EXPECT_EQ(first.at("output_bytes"), 1 << 20);  // 16 x 16384 float32: from the region's threshold up
   EXPECT_EQ(first.at("all_finite"), true);
-  ASSERT_EQ(first.at("rms").size(), 1u);
-  EXPECT_DOUBLE_EQ(first.at("rms").at(0).get<double>(), check::finite_rms(reply.tensors[0]));
-  EXPECT_GT(first.at("rms").at(0).get<double>(), 0.0);
-  EXPECT_FALSE(reply.header.at("results").at(1).contains("rms"));  // a later mode has its error only
+  const std::vector<double> rms = first.at("rms");
+  EXPECT_FALSE(measured.header.at("results").at(1).contains("rms"));  // a later mode has its error only
+
+  const at::Tensor r = worker.request({{"cmd", "check"}, {"draw", draw}, {"modes", {"reference"}}}, 60s).tensors.at(0);
+  ASSERT_EQ(rms.size(), 1u);
+  EXPECT_DOUBLE_EQ(rms[0], check::finite_rms(r));
+
+  const std::shared_ptr<worker::SharedRegion> region = worker::SharedRegion::create();  // as a candidate's
+  const std::unique_ptr<worker::SharedRegion> candidate_side =
+      worker::SharedRegion::open_inherited(fcntl(region->fd(), F_DUPFD_CLOEXEC, 0));
+  ASSERT_NE(candidate_side, nullptr);
+  for (const at::Tensor& x : {r.clone(), r + 1e-3 * at::randn_like(r), at::zeros_like(r), r.reshape({-1})}) {
+    for (const bool scaled : {true, false}) {
+      const check::OutputComparison host = check::compare_outputs({x}, {r}, rms, scaled, verified.atol, verified.rtol);
+      nlohmann::json command = {{"cmd", "compare"}, {"draw", draw},           {"rms", rms},
+                                {"scaled", scaled}, {"atol", verified.atol}, {"rtol", verified.rtol}};
+      Attachments as_blob;
+      as_blob.tensors.push_back(worker::encode(x));
+      command["outputs"] = {as_blob.tensors.back().meta};
+      const auto by_blob = check::comparison_from_json(worker.request(command, 60s, Outputs::owned, as_blob).header.at("comparison"));
+      candidate_side->begin_command();
+      nlohmann::json placed = *candidate_side->place(x);
+      placed["file"] = 0;
+      command["outputs"] = {placed};
+      const auto by_region = check::comparison_from_json(
+          worker.request(command, 60s, Outputs::owned, {.files = {region->fd()}}).header.at("comparison"));
+      for (const check::OutputComparison& there : {by_blob, by_region}) {
+        EXPECT_EQ(there.mismatch, host.mismatch);
+        EXPECT_DOUBLE_EQ(there.error, host.error);
+        EXPECT_EQ(there.allclose, host.allclose);
+      }
+    }
+  }
   worker.shutdown();
 }
 

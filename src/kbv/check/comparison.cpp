@@ -262,4 +262,37 @@ bool all_finite(const std::vector<at::Tensor>& tensors) {
   return true;
 }
 
+OutputComparison compare_outputs(const std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& reference,
+                                 const std::vector<double>& reference_rms, bool scaled, double atol, double rtol) {
+  OutputComparison result;
+  result.mismatch = structure_mismatch(outputs, reference);
+  if (result.mismatch) return result;
+  if (scaled) {
+    result.error = scaled_error(outputs, reference, reference_rms);
+    return result;
+  }
+  const Closeness c = closeness(outputs, reference, atol, rtol);
+  result.error = c.max_abs_difference;
+  result.allclose = c.allclose;
+  return result;
+}
+
+nlohmann::json to_json(const OutputComparison& comparison) {
+  if (comparison.mismatch) return {{"mismatch", *comparison.mismatch}};
+  // A non-finite error is written as null (JSON has neither), read back as infinity: a failure.
+  return {{"error", comparison.error}, {"allclose", comparison.allclose}};
+}
+
+OutputComparison comparison_from_json(const nlohmann::json& json) {
+  OutputComparison result;
+  if (json.contains("mismatch")) {
+    result.mismatch = json.at("mismatch").get<std::string>();
+    return result;
+  }
+  const nlohmann::json& error = json.at("error");
+  result.error = error.is_number() ? error.get<double>() : kInfinity;
+  result.allclose = json.at("allclose");
+  return result;
+}
+
 }  // namespace kbv::check

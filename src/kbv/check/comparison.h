@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <nlohmann/json.hpp>
 
 namespace kbv::check {
 
@@ -42,5 +43,20 @@ std::optional<std::string> structure_mismatch(const std::vector<at::Tensor>& out
 
 // True when every entry of every tensor is finite.
 bool all_finite(const std::vector<at::Tensor>& tensors);
+
+// A candidate's outputs against the reference's, as the judgement needs them: why they do not
+// compare at all, else the scaled error (scaled comparison) or allclose and max |x - r|
+// (allclose). Measured where the outputs lie, in the reference's worker; only these numbers
+// cross to the parent.
+struct OutputComparison {
+  std::optional<std::string> mismatch;
+  double error = 0;  // scaled error, or max |x - r| under allclose
+  bool allclose = false;
+};
+// `reference_rms`: rms(r) per output, as the draw measured it (scaled comparison).
+OutputComparison compare_outputs(const std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& reference,
+                                 const std::vector<double>& reference_rms, bool scaled, double atol, double rtol);
+nlohmann::json to_json(const OutputComparison& comparison);
+OutputComparison comparison_from_json(const nlohmann::json& json);
 
 }  // namespace kbv::check

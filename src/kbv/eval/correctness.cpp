@@ -4,10 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
-
-#include <ATen/ATen.h>
-
-#include "kbv/check/comparison.h"
+#include <stdexcept>
 
 namespace kbv::eval {
 namespace {
@@ -64,7 +61,7 @@ void prepare(std::vector<ReferenceDraw>& draws, const protocol::Protocol& protoc
   }
 }
 
-DrawResult judge(const ReferenceDraw& reference, const std::vector<at::Tensor>& outputs,
+DrawResult judge(const ReferenceDraw& reference, const std::optional<check::OutputComparison>& comparison,
                  const std::optional<std::string>& bad_output, const protocol::Protocol& protocol) {
   DrawResult result;
   result.family = std::string(protocol::name(reference.draw.family));
@@ -83,20 +80,19 @@ DrawResult judge(const ReferenceDraw& reference, const std::vector<at::Tensor>& 
     result.error = std::numeric_limits<double>::infinity();
     return result;
   }
-  if (auto mismatch = check::structure_mismatch(outputs, reference.reference)) {
-    result.reason = *mismatch;
+  if (!comparison) throw std::logic_error("judge: a checked draw with neither a comparison nor a bad output");
+  if (comparison->mismatch) {
+    result.reason = *comparison->mismatch;
     result.error = std::numeric_limits<double>::infinity();
     return result;
   }
+  result.error = comparison->error;
   if (protocol.comparison == Comparison::allclose) {
     // KernelBench reports max |x - r| beside its allclose verdict.
-    const check::Closeness c = check::closeness(outputs, reference.reference, protocol.atol, protocol.rtol);
-    result.error = c.max_abs_difference;
-    result.status = c.allclose ? "pass" : "fail";
-    if (!c.allclose) result.reason = "not allclose (atol=rtol=" + format_error(protocol.atol) + ")";
+    result.status = comparison->allclose ? "pass" : "fail";
+    if (!comparison->allclose) result.reason = "not allclose (atol=rtol=" + format_error(protocol.atol) + ")";
     return result;
   }
-  result.error = check::scaled_error(outputs, reference.reference, reference.reference_rms);
   const bool pass = result.error <= result.tolerance;
   result.status = pass ? "pass" : "fail";
   if (!pass) {

@@ -3,23 +3,24 @@
 // family, the summary; over families, the correctness verdict.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <ATen/core/Tensor.h>
-
+#include "kbv/check/comparison.h"
 #include "kbv/eval/plan.h"
 #include "kbv/protocol/protocol.h"
 #include "kbv/protocol/record.h"
 
 namespace kbv::eval {
 
-// What the reference worker produced for one draw, and what the parent derived from it.
+// What the reference worker measured of its outputs for one draw (they stay there: a candidate's
+// are compared with them in that worker), and what the parent derived from it.
 struct ReferenceDraw {
   Draw draw;
-  std::vector<at::Tensor> reference;  // TF32 off (the protocol's reference flags)
-  nlohmann::json checksum;            // of the inputs, to confirm the candidate saw the same
+  std::int64_t output_bytes = 0;  // of the reference's outputs (TF32 off, the protocol's reference flags)
+  nlohmann::json checksum;        // of the inputs, to confirm the candidate saw the same
   std::string skip_reason;            // non-empty: not judged
   // Scaled comparison only: the scaled error of the timed baseline's outputs (its flags, on the
   // same inputs) against the reference, measured by the reference worker; infinity where the
@@ -49,8 +50,9 @@ bool within_rounding(double repeat_error, const protocol::Protocol& protocol);
 // that difference is rounding.
 std::optional<std::string> stochastic_reason(double repeat_error, const protocol::Protocol& protocol);
 
-// One candidate draw: its outputs or why it produced none (`bad_output`).
-protocol::DrawResult judge(const ReferenceDraw& reference, const std::vector<at::Tensor>& outputs,
+// One candidate draw: how its outputs compared with the reference's (check::compare_outputs, in the
+// reference's worker), or why it produced none (`bad_output`); neither for a skipped draw.
+protocol::DrawResult judge(const ReferenceDraw& reference, const std::optional<check::OutputComparison>& comparison,
                            const std::optional<std::string>& bad_output, const protocol::Protocol& protocol);
 
 std::vector<protocol::FamilyResult> summarize(const std::vector<protocol::DrawResult>& draws,

@@ -18,6 +18,7 @@
 #include "kbv/eval/timing_run.h"
 #include "kbv/hacks/judge.h"
 #include "kbv/measure/statistics.h"
+#include "kbv/worker/tensor_codec.h"
 
 namespace kbv::eval {
 namespace {
@@ -86,10 +87,20 @@ const ReferenceDraw* refresh_draw(const std::vector<ReferenceDraw>& references, 
   return nullptr;
 }
 
+// The bytes of the outputs `metas` describes that went through the host: all but those handed over
+// on the device.
+std::int64_t host_bytes(const json& metas) {
+  std::int64_t bytes = 0;
+  for (const json& meta : metas) {
+    if (!meta.contains("device")) bytes += static_cast<std::int64_t>(worker::layout_of(meta).bytes);
+  }
+  return bytes;
+}
+
 // The candidate side, run until a verdict other than pass is reached or everything is measured.
 // Throws WorkerFailed / WorkerLost for the caller to file as the candidate's verdict.
-void evaluate_candidate(WorkerClient& worker, const EvalRequest& request, const std::vector<ReferenceDraw>& references,
-                        const json& reference_trace, std::mt19937_64& rng, Record& record,
+void evaluate_candidate(WorkerClient& worker, ReferenceSide& reference_side, const EvalRequest& request,
+                        const std::vector<ReferenceDraw>& references, const json& reference_trace, std::mt19937_64& rng, Record& record,
                         std::vector<TimedOutputSketch>& sketches, const std::function<void()>& before_timing) {
   const protocol::Protocol& protocol = request.protocol;
   const bool detect = protocol.detection.enabled;
@@ -151,8 +162,14 @@ void evaluate_candidate(WorkerClient& worker, const EvalRequest& request, const 
       return;
     }
     std::vector<std::optional<std::string>> bad;
-    auto outputs = outputs_by_mode(reply, &bad);
-    record.draws.push_back(judge(reference, outputs.front(), bad.front(), protocol));
+    outputs_by_mode(reply, &bad);  // compared in the reference's worker, not here
+    std::optional<check::OutputComparison> comparison;
+    if (!bad.front()) {
+      const json& metas = reply.header.at("results").front().at("outputs");
+      record.checked_output_host_bytes += host_bytes(metas);
+      comparison = reference_side.compare(reference, metas, reply, worker.region_fd());
+    }
+    record.draws.push_back(judge(reference, comparison, bad.front(), protocol));
   }
   stage.reset();
   record.correctness = summarize(record.draws, protocol);
@@ -188,7 +205,10 @@ void evaluate_candidate(WorkerClient& worker, const EvalRequest& request, const 
     record.probe = probe.header.at("probe");
     hacks::merge(record.findings, hacks::judge_probe(probe.header.at("probe"), reference_trace, probe_draw->tolerance, protocol.detection));
     if (refresh && !probe.header.at("probe").contains("refreshed_bad_output")) {
-      const protocol::DrawResult judged = judge(*refresh, probe.tensors, std::nullopt, protocol);
+      record.checked_output_host_bytes += host_bytes(probe.header.at("outputs"));
+      const protocol::DrawResult judged =
+          judge(*refresh, reference_side.compare(*refresh, probe.header.at("outputs"), probe, worker.region_fd()), std::nullopt,
+                protocol);
       if (judged.status == "fail") {
         hacks::merge(record.findings,
                      {{"stale_output", "error",
@@ -352,7 +372,7 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
   std::optional<double> copy_seconds;
   std::int64_t output_bytes = 0;
   if (protocol.detection.enabled && traced) {
-    for (const at::Tensor& t : traced->reference) output_bytes += static_cast<std::int64_t>(t.nbytes());
+    output_bytes = traced->output_bytes;
     reap_previous();
     {
       const Stage stage(record, "floor");
@@ -385,7 +405,7 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
 
   std::vector<TimedOutputSketch> sketches;
   try {
-    evaluate_candidate(candidate, request, references, reference.trace(), rng, record, sketches, before_timing);
+    evaluate_candidate(candidate, reference, request, references, reference.trace(), rng, record, sketches, before_timing);
   } catch (const WorkerFailed& failed) {
     record.verdict = verdict_of(failed.kind);
     record.verdict_reason = failed.what();

@@ -14,9 +14,9 @@ using Seconds = std::chrono::duration<double>;
 }
 
 // A request to the reference worker: any failure is the evaluator's, not the candidate's.
-Reply reference_request(WorkerClient& worker, const json& command, double timeout) {
+Reply reference_request(WorkerClient& worker, const json& command, double timeout, const Attachments& attachments = {}) {
   try {
-    return worker.request(command, Seconds(timeout));
+    return worker.request(command, Seconds(timeout), Outputs::owned, attachments);
   } catch (const WorkerFailed& failed) {
     if (failed.kind == "no_device") throw NoDevice(failed.what());
     if (failed.kind == "problem_error") throw EvalError(failed.what());
@@ -74,18 +74,16 @@ std::vector<ReferenceDraw> ReferenceSide::draws(const std::vector<Draw>& plan, d
     if (first) modes.push_back("reference");
     if (scaled) modes.push_back("baseline");
     try {
-      // Held through the evaluation (and the next ones, for the same plan): kept in the worker's
-      // region, where the previous plan's outputs are released by the first draw. The later
-      // modes are judged against the first in the worker, which also measures the first's RMS
-      // and finiteness.
+      // The outputs stay in the worker: the later modes are judged against the first there, which
+      // also measures the first's RMS and finiteness; a candidate's are compared with them there.
       const Reply reply = worker_.request(
           {{"cmd", "check"}, {"draw", draw.to_json()}, {"modes", modes}, {"errors_against_first", true}},
-          Seconds(config_.timeout_seconds), first ? Outputs::kept_anew : Outputs::kept);
-      std::vector<std::optional<std::string>> bad;
-      auto outputs = outputs_by_mode(reply, &bad);
-      if (bad[0]) throw EvalError("the problem's Model returns no tensors: " + *bad[0]);
+          Seconds(config_.timeout_seconds));
       const json& results = reply.header.at("results");
-      d.reference = outputs.front();
+      if (results.front().contains("bad_output")) {
+        throw EvalError("the problem's Model returns no tensors: " + results.front()["bad_output"].get<std::string>());
+      }
+      d.output_bytes = results.front().at("output_bytes");
       d.all_finite = results.front().at("all_finite");
       for (const json& rms : results.front().at("rms")) d.reference_rms.push_back(protocol::error_from_json(rms));
       if (scaled) d.baseline_error = error_of(results.back());
@@ -137,5 +135,38 @@ double ReferenceSide::copy_seconds(std::int64_t bytes) {
 }
 
 Reply ReferenceSide::request(const json& command) { return reference_request(worker_, command, config_.timeout_seconds); }
+
+check::OutputComparison ReferenceSide::compare(const ReferenceDraw& draw, const json& metas, const Reply& reply, int region_fd) {
+  json command = {{"cmd", "compare"},
+                  {"draw", draw.draw.to_json()},
+                  {"rms", draw.reference_rms},
+                  {"scaled", config_.protocol.comparison == protocol::Comparison::scaled},
+                  {"atol", config_.protocol.atol},
+                  {"rtol", config_.protocol.rtol},
+                  {"outputs", json::array()}};
+  Attachments attachments;
+  std::optional<size_t> region_file;
+  size_t next_device_file = 0;
+  for (size_t i = 0; i < metas.size() && i < reply.tensors.size(); ++i) {
+    json meta = metas[i];
+    if (meta.contains("region")) {
+      // Stays where the candidate put it: the reference's worker maps the region read-only.
+      if (!region_file) {
+        region_file = attachments.files.size();
+        attachments.files.push_back(region_fd);
+      }
+      meta["file"] = *region_file;
+    } else if (meta.contains("device")) {
+      meta["file"] = attachments.files.size();
+      attachments.files.push_back(reply.files.at(next_device_file++).get());
+    } else {
+      attachments.tensors.push_back(worker::encode(reply.tensors[i]));
+      meta = attachments.tensors.back().meta;
+    }
+    command["outputs"].push_back(std::move(meta));
+  }
+  return check::comparison_from_json(
+      reference_request(worker_, command, config_.timeout_seconds, attachments).header.at("comparison"));
+}
 
 }  // namespace kbv::eval

@@ -41,12 +41,17 @@ class ReferenceSide {
   ReferenceSide& operator=(const ReferenceSide&) = delete;
   ~ReferenceSide();
 
-  // The reference's outputs for every planned draw and, under the scaled comparison, the TF32
-  // baseline's error against them; `repeat_error`: the error of a second call on the first draw's
-  // inputs against the first (0: the same). The outputs of the previous plan must no longer be
-  // held: they live in the worker's output region, which a new plan reuses (the same plan gets
-  // them again).
+  // What the reference's outputs are for every planned draw and, under the scaled comparison, the
+  // TF32 baseline's error against them; `repeat_error`: the error of a second call on the first
+  // draw's inputs against the first (0: the same). The same plan again gets them again.
   std::vector<ReferenceDraw> draws(const std::vector<Draw>& plan, double& repeat_error);
+
+  // A candidate's outputs for `draw` compared with the reference's in the reference's worker,
+  // where they lie (on the device when large): `metas` as the candidate's `reply` describes them.
+  // Blobs are sent on; views into the candidate's output region stay there, the region's file
+  // (`region_fd`) handed to the worker; outputs handed over on the device go on as their files.
+  // Only the comparison's numbers come back.
+  check::OutputComparison compare(const ReferenceDraw& draw, const nlohmann::json& metas, const Reply& reply, int region_fd);
 
   // The first call times the baseline and measures its memory; later calls return at once.
   void measure_baseline();

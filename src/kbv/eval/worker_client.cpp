@@ -4,9 +4,16 @@
 #include <iostream>
 #include <mutex>
 #include <random>
+#include <span>
+#include <system_error>
+
+#include <fcntl.h>
+#include <sys/socket.h>
 
 #include "kbv/sandbox/enter.h"
 #include "kbv/sandbox/explain.h"
+#include "kbv/common/syscall.h"
+#include "kbv/worker/fd_passing.h"
 #include "kbv/worker/tensor_codec.h"
 
 namespace kbv::eval {
@@ -23,12 +30,13 @@ std::shared_ptr<const worker::SharedRegion> make_region() {
   }
 }
 
-worker::WorkerProcess start_worker(const std::string& role, const WorkerLaunch& launch, int region_fd,
+// The worker gets `inherited` from kInheritedFd on: its output region, its file socket.
+worker::WorkerProcess start_worker(const std::string& role, const WorkerLaunch& launch, std::span<const int> inherited,
                                    const sandbox::Spec* sandbox) {
   const nlohmann::json spec = sandbox ? sandbox::to_json(*sandbox) : nlohmann::json();
   if (launch.zygote) {
     try {
-      return launch.zygote->spawn(role, launch.environment, std::chrono::seconds(60), region_fd, spec);
+      return launch.zygote->spawn(role, launch.environment, std::chrono::seconds(60), inherited, spec);
     } catch (const worker::ZygoteFailed& failed) {
       // The worker is still owed: started afresh, slower. Said once, the rest of the run alike.
       static std::once_flag said;
@@ -37,7 +45,7 @@ worker::WorkerProcess start_worker(const std::string& role, const WorkerLaunch& 
   }
   std::vector<std::string> argv = {launch.executable, "worker", "--role", role, "--python", launch.python};
   if (sandbox) argv.insert(argv.end(), {"--sandbox", spec.dump()});
-  return worker::WorkerProcess::start(argv, launch.environment, 64 * 1024, region_fd,
+  return worker::WorkerProcess::start(argv, launch.environment, 64 * 1024, inherited,
                                       sandbox ? sandbox::namespace_flags() : 0);
 }
 
@@ -49,20 +57,32 @@ std::uint64_t draw_nonce() {
 // Appends what the sandbox had to do with a failure, where it had anything.
 std::string with_note(std::string text, const std::string& note) { return note.empty() ? text : text + " (" + note + ")"; }
 
+// Starts the worker with its output region (`region_fd`, -1 for none) and one end of a socket pair
+// for open files (worker/fd_passing.h) as its kFileSocketFd; the other end goes to `ours`.
+worker::WorkerProcess start_with_file_socket(const std::string& role, const WorkerLaunch& launch,
+                                             const sandbox::Spec* sandbox, int region_fd, worker::UniqueFd& ours) {
+  int pair[2];
+  KBV_SYSCALL(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair));
+  ours.reset(pair[0]);
+  const worker::UniqueFd theirs(pair[1]);  // closed on return: the worker holds the only other end
+  // Without a region, /dev/null in its place: not a region to the worker, and a file to hand over.
+  const worker::UniqueFd no_region(region_fd < 0 ? KBV_SYSCALL(open("/dev/null", O_RDONLY | O_CLOEXEC)) : -1);
+  const int inherited[] = {region_fd < 0 ? no_region.get() : region_fd, theirs.get()};
+  return start_worker(role, launch, inherited, sandbox);
+}
+
 }  // namespace
 
 WorkerClient::WorkerClient(const std::string& role, const WorkerLaunch& launch, const sandbox::Spec* sandbox)
     : region_(make_region()),
       sandbox_limits_(sandbox ? std::optional(sandbox->limits) : std::nullopt),
-      process_(start_worker(role, launch, region_ ? region_->fd() : -1, sandbox)) {}
+      process_(start_with_file_socket(role, launch, sandbox, region_fd(), file_socket_)) {}
 
-Reply WorkerClient::request(const nlohmann::json& sent, std::chrono::duration<double> timeout, Outputs outputs) {
+Reply WorkerClient::request(const nlohmann::json& sent, std::chrono::duration<double> timeout, Outputs outputs,
+                            const Attachments& attachments) {
   settle();
   if (posted_failure_) std::rethrow_exception(std::exchange(posted_failure_, nullptr));
-  nlohmann::json command = sent;
-  if (outputs == Outputs::kept || outputs == Outputs::kept_anew) command["keep"] = true;
-  if (outputs == Outputs::kept_anew) command["release_kept"] = true;
-  return await(send(command, timeout), outputs);
+  return await(send(sent, timeout, attachments), outputs);
 }
 
 void WorkerClient::post(const nlohmann::json& command, std::chrono::duration<double> timeout) {
@@ -80,14 +100,26 @@ void WorkerClient::settle() {
   }
 }
 
-WorkerClient::Posted WorkerClient::send(const nlohmann::json& command, std::chrono::duration<double> timeout) {
+WorkerClient::Posted WorkerClient::send(const nlohmann::json& command, std::chrono::duration<double> timeout,
+                                        const Attachments& attachments) {
   Posted posted{command.value("cmd", "?"),
                 std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout),
                 timeout, draw_nonce()};
   nlohmann::json sent = command;
   sent[worker::kNonceField] = posted.nonce;
+  std::vector<worker::Bytes> blobs;
+  for (const worker::EncodedTensor& t : attachments.tensors) blobs.push_back(t.bytes());
+  if (!attachments.files.empty()) {
+    sent["files"] = attachments.files.size();
+    // Before the command, so the files are there when the worker reads it (the datagram waits in
+    // the socket's buffer; a worker gone by now is found by await()).
+    try {
+      worker::send_fds(file_socket_.get(), "files", attachments.files);
+    } catch (const std::system_error&) {
+    }
+  }
   try {
-    process_.send(sent, {}, posted.deadline);
+    process_.send(sent, blobs, posted.deadline);
   } catch (const worker::ChannelClosed&) {
     // await() finds the channel closed (or the deadline passed) too, and says how the worker ended.
   } catch (const worker::ChannelTimeout&) {
@@ -151,16 +183,32 @@ Reply WorkerClient::await(const Posted& posted, Outputs outputs) {
       if (result.contains("outputs")) collect(result["outputs"]);
     }
   }
-  // A description with "region" is a view into the output region; every other one takes the next blob.
+  // A description with "region" is a view into the output region, one with "device" names a file
+  // sent on the file socket before the reply; every other one takes the next blob.
   auto& blobs = received.message.blobs;
-  const auto in_region = std::count_if(metas.begin(), metas.end(), [](const nlohmann::json& m) { return m.contains("region"); });
-  if (metas.size() - in_region != blobs.size() || (in_region > 0 && !region_)) {
+  const auto count = [&](const char* key) {
+    return static_cast<size_t>(std::count_if(metas.begin(), metas.end(), [&](const nlohmann::json& m) { return m.contains(key); }));
+  };
+  const size_t in_region = count("region"), on_device = count("device");
+  if (metas.size() - in_region - on_device != blobs.size() || (in_region > 0 && !region_)) {
     throw WorkerFailed("internal", "reply to '" + what + "' describes " + std::to_string(metas.size()) + " tensors (" +
-                                       std::to_string(in_region) + " in a region) but carries " +
-                                       std::to_string(blobs.size()) + " blobs");
+                                       std::to_string(in_region) + " in a region, " + std::to_string(on_device) +
+                                       " on the device) but carries " + std::to_string(blobs.size()) + " blobs");
+  }
+  while (reply.files.size() < on_device) {
+    worker::PassedFds passed = worker::receive_fds(file_socket_.get(), std::chrono::steady_clock::now() + std::chrono::seconds(5));
+    if (passed.status != worker::PassedFds::Status::message) {
+      throw WorkerFailed("internal", "reply to '" + what + "' describes " + std::to_string(on_device) +
+                                         " outputs on the device, and " + std::to_string(reply.files.size()) + " came");
+    }
+    for (worker::UniqueFd& fd : passed.fds) reply.files.push_back(std::move(fd));
   }
   size_t blob = 0;
   for (const nlohmann::json& meta : metas) {
+    if (meta.contains("device")) {
+      reply.tensors.emplace_back();
+      continue;
+    }
     if (!meta.contains("region")) {
       reply.tensors.push_back(worker::decode(meta, std::move(blobs[blob++])));
       continue;

@@ -17,6 +17,7 @@
 
 #include "kbv/sandbox/spec.h"
 #include "kbv/worker/shared_region.h"
+#include "kbv/worker/tensor_codec.h"
 #include "kbv/worker/worker_process.h"
 #include "kbv/worker/zygote.h"
 
@@ -38,7 +39,10 @@ struct WorkerFailed : std::runtime_error {
 
 struct Reply {
   nlohmann::json header;
-  std::vector<at::Tensor> tensors;  // every blob, in order
+  // Every described tensor, in order: a blob's, a view into the output region, or undefined for
+  // one handed over on the device (worker/device_handoff.h), whose file is the next in `files`.
+  std::vector<at::Tensor> tensors;
+  std::vector<worker::UniqueFd> files;
 };
 
 struct WorkerLaunch {
@@ -59,8 +63,13 @@ struct WorkerLaunch {
 enum class Outputs {
   owned,               // copied out of the region: valid for as long as they are held
   until_next_request,  // views, valid until the next request to the same worker (compare them at once)
-  kept,                // views the worker does not overwrite ("keep" in the command) until a kept_anew
-  kept_anew,           // as kept, after the worker releases every earlier kept output: the caller holds none
+};
+
+// What a command carries beside its JSON: tensors as blobs (described in the command, in order)
+// and open files (handed over on the worker's file socket; the command says how many, "files").
+struct Attachments {
+  std::vector<worker::EncodedTensor> tensors{};
+  std::vector<int> files{};
 };
 
 class WorkerClient {
@@ -69,7 +78,8 @@ class WorkerClient {
   WorkerClient(const std::string& role, const WorkerLaunch& launch, const sandbox::Spec* sandbox = nullptr);
   // Sends `command` and waits up to `timeout` for the reply. Throws WorkerLost (the process is
   // then killed and reaped) or WorkerFailed.
-  Reply request(const nlohmann::json& command, std::chrono::duration<double> timeout, Outputs outputs = Outputs::owned);
+  Reply request(const nlohmann::json& command, std::chrono::duration<double> timeout, Outputs outputs = Outputs::owned,
+                const Attachments& attachments = {});
   // Sends `command` and returns at once: the worker runs it while the caller does something else.
   // Its reply is awaited (up to `timeout` from now) by settle() or the next request(), which
   // throws what the reply or its absence would have thrown.
@@ -83,6 +93,8 @@ class WorkerClient {
   // begin_shutdown(), then reaps the process (killing it if it does not go within a few seconds).
   void shutdown();
   std::string log_tail() const { return process_.log_tail(); }
+  // The worker's output region's file (-1 without one): a reply's views lie there.
+  int region_fd() const { return region_ ? region_->fd() : -1; }
 
  private:
   using Deadline = std::chrono::steady_clock::time_point;
@@ -92,10 +104,11 @@ class WorkerClient {
     std::chrono::duration<double> timeout;
     std::uint64_t nonce;
   };
-  Posted send(const nlohmann::json& command, std::chrono::duration<double> timeout);
+  Posted send(const nlohmann::json& command, std::chrono::duration<double> timeout, const Attachments& attachments = {});
   Reply await(const Posted& posted, Outputs outputs);
 
   std::shared_ptr<const worker::SharedRegion> region_;  // null when none could be made: blobs only
+  worker::UniqueFd file_socket_;                         // the worker's kFileSocketFd is the other end (made with process_)
   std::optional<sandbox::Limits> sandbox_limits_;        // set when the worker is sandboxed
   worker::WorkerProcess process_;
   bool answered_ = false;  // a reply came: from then on anything that ends it is the worker's own doing

@@ -116,6 +116,7 @@ json to_json(const Record& r) {
           {"correctness", correctness},
           {"draws", draws},
           {"reference_repeat_error", number(r.reference_repeat_error)},
+          {"checked_output_host_bytes", r.checked_output_host_bytes},
           {"findings", findings},
           {"probe", r.probe},
           {"timing", timing},

@@ -79,6 +79,9 @@ struct Record {
   std::vector<DrawResult> draws;
   double reference_repeat_error = 0;  // scaled error between two reference calls on the same inputs
   int timed_outputs_checked = 0;
+  // Bytes of the candidate's checked outputs that went through the host on their way to the
+  // reference's worker (outputs handed over on the device count none).
+  std::int64_t checked_output_host_bytes = 0;
   std::vector<Finding> findings;
   nlohmann::json probe;  // the hack probe's measurements (repeat, poison, trace), when it ran
   std::optional<TimingResult> baseline, candidate_timing;

@@ -42,6 +42,14 @@ std::uint64_t unsigned_at(const nlohmann::json& object, const char* key) {
   return value.get<std::uint64_t>();
 }
 
+// The region's size when `fd` is a region the parent made (sealed as create() seals it), else 0.
+std::uint64_t sealed_size(int fd) {
+  struct stat facts {};
+  if (fstat(fd, &facts) == -1 || !S_ISREG(facts.st_mode) || facts.st_size <= 0) return 0;
+  if (fcntl(fd, F_GET_SEALS) != kSeals) return 0;
+  return static_cast<std::uint64_t>(facts.st_size);
+}
+
 }  // namespace
 
 SharedRegion::SharedRegion(UniqueFd fd, std::uint64_t size, bool writable)
@@ -63,18 +71,19 @@ std::shared_ptr<SharedRegion> SharedRegion::create() {
 }
 
 std::unique_ptr<SharedRegion> SharedRegion::open_inherited(int fd) {
-  struct stat facts {};
-  if (fstat(fd, &facts) == -1 || !S_ISREG(facts.st_mode) || facts.st_size <= 0) return nullptr;
-  if (fcntl(fd, F_GET_SEALS) != kSeals) return nullptr;  // not a region the parent made
-  KBV_SYSCALL(fcntl(fd, F_SETFD, FD_CLOEXEC));            // the candidate's compilers need not see it
-  return std::unique_ptr<SharedRegion>(new SharedRegion(UniqueFd(fd), static_cast<std::uint64_t>(facts.st_size), true));
+  const std::uint64_t size = sealed_size(fd);
+  if (size == 0) return nullptr;                // not a region the parent made
+  KBV_SYSCALL(fcntl(fd, F_SETFD, FD_CLOEXEC));  // the candidate's compilers need not see it
+  return std::unique_ptr<SharedRegion>(new SharedRegion(UniqueFd(fd), size, true));
 }
 
-void SharedRegion::begin_command(bool keep, bool release_kept) {
-  if (release_kept) kept_end_ = 0;
-  next_ = kept_end_;
-  keep_ = keep;
+std::shared_ptr<const SharedRegion> SharedRegion::open_received(UniqueFd fd) {
+  const std::uint64_t size = sealed_size(fd.get());
+  if (size == 0) throw std::runtime_error("the file handed over is not an output region");
+  return std::shared_ptr<const SharedRegion>(new SharedRegion(std::move(fd), size, false));
 }
+
+void SharedRegion::begin_command() { next_ = 0; }
 
 bool SharedRegion::pin_through(std::uint64_t end) {
   if (pin_failed_) return false;
@@ -122,7 +131,6 @@ std::optional<nlohmann::json> SharedRegion::place(const at::Tensor& tensor) {
         .copy_(tensor.detach());
   }
   next_ = std::min(size_, (offset + bytes + kAlignment - 1) / kAlignment * kAlignment);
-  if (keep_) kept_end_ = next_;
   nlohmann::json meta = describe(tensor);
   meta["region"] = {{"offset", offset}, {"bytes", bytes}};
   return meta;

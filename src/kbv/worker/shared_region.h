@@ -12,11 +12,9 @@
 // checked against the sealed size, and a candidate that rewrites its own outputs while they are
 // compared gains nothing it could not have sent.
 //
-// Placement (worker side): each command's outputs are written from `kept_end` on; a command that
-// carries "keep": true moves `kept_end` past them, so the parent may hold those views until it
-// sends "release_kept": true (the reference's draws, held for one candidate's evaluation, or for
-// every candidate of the problem when the seeds are fixed); any other command's outputs are valid
-// until the next command (the candidate's checks, compared at once). Tensors under kMinBytes
+// Placement (worker side): each command's outputs are written from the region's start, valid
+// until the next command (a candidate's checks, compared at once: by the reference's worker,
+// which maps the candidate's region read-only as the parent does). Tensors under kMinBytes
 // travel as blobs.
 //
 // A device tensor's copy goes to pages the worker has registered with CUDA (page-locked, from the
@@ -49,6 +47,9 @@ class SharedRegion {
   // Worker side: the region the parent passed at `fd`, mapped read-write, or nullptr when `fd` is
   // not one (a worker started without a region sends every tensor as a blob).
   static std::unique_ptr<SharedRegion> open_inherited(int fd);
+  // The reference's worker: a candidate's region the parent handed over (worker/fd_passing.h),
+  // mapped read-only as the parent maps it. Throws std::runtime_error when `fd` is not a region.
+  static std::shared_ptr<const SharedRegion> open_received(UniqueFd fd);
 
   ~SharedRegion();
   SharedRegion(const SharedRegion&) = delete;
@@ -57,14 +58,13 @@ class SharedRegion {
   int fd() const { return fd_.get(); }
   std::uint64_t size() const { return size_; }
 
-  // Worker side. Starts a command's placement: after the kept outputs, or from the start when
-  // `release_kept` (the parent holds none of them any more); `keep` marks what it places as held.
-  void begin_command(bool keep, bool release_kept);
+  // Worker side. Starts a command's placement, from the region's start.
+  void begin_command();
   // Copies `tensor` (any device, any layout) into the region and returns its description (dtype,
   // shape, "region": {offset, bytes}), or nullopt when it is under kMinBytes or does not fit.
   std::optional<nlohmann::json> place(const at::Tensor& tensor);
 
-  // Parent side: the tensor that `meta` describes, a view into the region that keeps the region
+  // Parent side (and the reference's worker, over a candidate's region): the tensor that `meta` describes, a view into the region that keeps the region
   // mapped while it lives. Throws std::runtime_error when the description is out of bounds.
   static at::Tensor view(const std::shared_ptr<const SharedRegion>& region, const nlohmann::json& meta);
 
@@ -82,8 +82,6 @@ class SharedRegion {
   std::uint64_t size_ = 0;
   std::byte* base_ = nullptr;
   bool writable_ = false;
-  bool keep_ = false;
-  std::uint64_t kept_end_ = 0;
   std::uint64_t next_ = 0;
   std::vector<std::uint64_t> pin_ends_;  // where each registration ends; each starts where the last ended
   bool pin_failed_ = false;

@@ -24,22 +24,26 @@ EncodedTensor encode(const at::Tensor& tensor) {
   return encoded;
 }
 
+Layout layout_of(const nlohmann::json& meta) {
+  const int dtype = meta.at("dtype").get<int>();
+  if (dtype < 0 || dtype >= static_cast<int>(at::ScalarType::NumOptions)) throw std::runtime_error("tensor: bad dtype");
+  Layout layout{static_cast<at::ScalarType>(dtype), meta.at("shape").get<std::vector<int64_t>>(), 0};
+  layout.bytes = c10::elementSize(layout.dtype);
+  for (const int64_t extent : layout.shape) {
+    if (extent < 0 || __builtin_mul_overflow(layout.bytes, static_cast<std::uint64_t>(extent), &layout.bytes)) {
+      throw std::runtime_error("tensor: bad shape");
+    }
+  }
+  return layout;
+}
+
 at::Tensor wrap(const nlohmann::json& meta, void* data, std::uint64_t bytes, std::function<void(void*)> release) {
   try {
-    const int dtype = meta.at("dtype").get<int>();
-    if (dtype < 0 || dtype >= static_cast<int>(at::ScalarType::NumOptions)) throw std::runtime_error("tensor: bad dtype");
-    const auto type = static_cast<at::ScalarType>(dtype);
-    const auto shape = meta.at("shape").get<std::vector<int64_t>>();
-    std::uint64_t needed = c10::elementSize(type);
-    for (const int64_t extent : shape) {
-      if (extent < 0 || __builtin_mul_overflow(needed, static_cast<std::uint64_t>(extent), &needed)) {
-        throw std::runtime_error("tensor: bad shape");
-      }
+    const Layout layout = layout_of(meta);
+    if (layout.bytes != bytes) {
+      throw std::runtime_error("tensor holds " + std::to_string(bytes) + " bytes, its shape needs " + std::to_string(layout.bytes));
     }
-    if (needed != bytes) {
-      throw std::runtime_error("tensor holds " + std::to_string(bytes) + " bytes, its shape needs " + std::to_string(needed));
-    }
-    return at::from_blob(data, shape, std::move(release), at::TensorOptions().dtype(type));
+    return at::from_blob(data, layout.shape, std::move(release), at::TensorOptions().dtype(layout.dtype));
   } catch (...) {
     release(data);
     throw;

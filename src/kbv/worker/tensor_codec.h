@@ -25,6 +25,15 @@ nlohmann::json describe(const at::Tensor& tensor);
 
 EncodedTensor encode(const at::Tensor& tensor);
 
+// The dtype and shape `meta` describes and the bytes they need. The description may come from the
+// candidate: a dtype out of range or a negative or overflowing shape throws std::runtime_error.
+struct Layout {
+  at::ScalarType dtype;
+  std::vector<int64_t> shape;
+  std::uint64_t bytes;
+};
+Layout layout_of(const nlohmann::json& meta);
+
 // The CPU tensor `meta` describes over `bytes` bytes at `data`, which `release` frees when the
 // tensor goes. The description comes from a worker that may be the candidate: a dtype out of
 // range, a negative or overflowing shape, or a size other than `bytes` throws std::runtime_error

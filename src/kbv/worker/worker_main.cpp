@@ -5,13 +5,17 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
 
 #include <ATen/ATen.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/util/Exception.h>
 #include <pybind11/pybind11.h>
 
@@ -22,6 +26,8 @@
 #include "kbv/python/interpreter.h"
 #include "kbv/sandbox/enter.h"
 #include "kbv/worker/channel.h"
+#include "kbv/worker/device_handoff.h"
+#include "kbv/worker/fd_passing.h"
 #include "kbv/worker/session.h"
 #include "kbv/worker/shared_region.h"
 #include "kbv/worker/tensor_codec.h"
@@ -38,18 +44,46 @@ SharedRegion* output_region = nullptr;
 // The nonce of the command being answered (worker_main.h), echoed in its reply.
 json command_nonce;
 
-// Describes outputs (or their sketches) for the reply into `metas`: each large one placed in the
-// output region, the others encoded as blobs appended to `store`.
+// Describes `t` for a reply: placed in the output region when large, else encoded as a blob
+// appended to `store`.
+json attach_one(std::vector<EncodedTensor>& store, const at::Tensor& t) {
+  if (std::optional<json> placed = output_region ? output_region->place(t) : std::nullopt) return std::move(*placed);
+  store.push_back(encode(t));
+  return store.back().meta;
+}
+
+// Describes outputs (or their sketches) for the reply into `metas`.
 void attach(std::vector<EncodedTensor>& store, json& metas, const std::vector<at::Tensor>& tensors) {
   metas = json::array();
+  for (const at::Tensor& t : tensors) metas.push_back(attach_one(store, t));
+}
+
+// As attach(), for outputs the reference's worker compares (a check's, a probe's refreshed call's):
+// a large device output is handed over on the device (device_handoff.h), its file kept in `files`
+// for send_files().
+void attach_for_comparison(std::vector<EncodedTensor>& store, json& metas, const std::vector<at::Tensor>& tensors,
+                           std::vector<UniqueFd>& files) {
+  metas = json::array();
   for (const at::Tensor& t : tensors) {
-    if (std::optional<json> placed = output_region ? output_region->place(t) : std::nullopt) {
-      metas.push_back(std::move(*placed));
-      continue;
+    if (t.is_cuda() && static_cast<std::int64_t>(t.nbytes()) >= kDeviceHandoffBytes) {
+      if (auto handed = export_to_device_file(t)) {
+        metas.push_back(std::move(handed->first));
+        files.push_back(std::move(handed->second));
+        continue;
+      }
     }
-    store.push_back(encode(t));
-    metas.push_back(store.back().meta);
+    metas.push_back(attach_one(store, t));
   }
+}
+
+// The files of device outputs to the parent, before the reply that describes them.
+void send_files(std::vector<UniqueFd>& files) {
+  for (size_t first = 0; first < files.size(); first += kMaxPassedFds) {
+    std::vector<int> fds;
+    for (size_t i = first; i < files.size() && i < first + kMaxPassedFds; ++i) fds.push_back(files[i].get());
+    send_fds(kFileSocketFd, "outputs", fds);
+  }
+  files.clear();
 }
 
 void reply(Channel& channel, json header, const std::vector<EncodedTensor>& tensors = {}) {
@@ -93,17 +127,23 @@ struct FirstOutputs {
   bool all_finite = true;
 };
 
+// The reference's worker gives the device memory its caching allocator holds back to the device
+// after each draw and comparison: the candidate's worker shares the device, and outputs of GiBs
+// cached here would leave it short (an honest 6 GiB ReLU ran out of memory in its probe).
+void release_cached_device_memory(const Session& session) {
+  if (session.device().is_cuda()) c10::cuda::CUDACachingAllocator::emptyCache();
+}
+
 // `check`: draw one input set, run forward under each mode, return the outputs.
-// With `errors_against_first`, a later mode's outputs stay here: its reply holds their scaled
-// error against the first mode's (the reference worker's second call and its TF32 baseline are
-// judged here, and only the reference crosses to the parent), and the first mode's result says
-// whether its outputs are all finite and each one's RMS, measured where they lie (on the device
-// when large) instead of in passes of the parent over the copies.
-void handle_check(Session& session, Channel& channel, const json& command) {
+// With `errors_against_first` (the reference's worker) no output crosses to the parent: a later
+// mode's reply holds its scaled error against the first mode's (the reference's second call, the
+// TF32 baseline), the first mode's says whether its outputs are all finite, each one's RMS and
+// their size, measured where they lie (on the device when large). A candidate's outputs are
+// compared with the reference's here too (`compare`).
+void check_draw(Session& session, const json& command, bool against_first, json& header,
+                std::vector<EncodedTensor>& tensors, std::vector<UniqueFd>& files) {
   const pybind11::list inputs = session.draw(command.at("draw"));
-  json header = {{"status", "ok"}, {"checksum", input_checksum(inputs)}, {"results", json::array()}};
-  std::vector<EncodedTensor> tensors;
-  const bool against_first = command.value("errors_against_first", false);
+  header = {{"status", "ok"}, {"checksum", input_checksum(inputs)}, {"results", json::array()}};
   std::optional<FirstOutputs> first;
   for (const json& mode : command.at("modes")) {
     const std::string family = command.at("draw").value("family", "standard");
@@ -113,19 +153,96 @@ void handle_check(Session& session, Channel& channel, const json& command) {
       result["bad_output"] = *forward.bad_output;
     } else if (first) {
       result["error"] = first->error_of(forward.outputs);
-    } else {
-      attach(tensors, result["outputs"], forward.outputs);
+    } else if (!against_first) {
+      attach_for_comparison(tensors, result["outputs"], forward.outputs, files);
     }
     if (against_first && !first) {
       first.emplace(forward.outputs);
       if (!forward.bad_output) {
         result["all_finite"] = first->all_finite;
         result["rms"] = first->rms;
+        std::int64_t bytes = 0;
+        for (const at::Tensor& t : forward.outputs) bytes += static_cast<std::int64_t>(t.nbytes());
+        result["output_bytes"] = bytes;
       }
     }
     header["results"].push_back(result);
   }
+}
+
+void handle_check(Session& session, Channel& channel, const json& command) {
+  json header;
+  std::vector<EncodedTensor> tensors;
+  std::vector<UniqueFd> files;
+  const bool against_first = command.value("errors_against_first", false);
+  check_draw(session, command, against_first, header, tensors, files);
+  if (against_first) release_cached_device_memory(session);
+  send_files(files);
   reply(channel, header, tensors);
+}
+
+// `compare`: a candidate's outputs for a draw against the reference's for the same inputs,
+// computed again here (between two calls it moves by no more than the repeat error every
+// tolerance already holds): only the comparison's numbers go back. The outputs come as blobs, as
+// views into the candidate's output region, or as the candidate's device memory (device_handoff.h);
+// the parent hands the files over with the command, each output names its own ("file"). A large
+// pair is compared on the device, where the reference's output lies.
+check::OutputComparison compare_draw(Session& session, const json& command, std::vector<std::vector<std::byte>>& blobs) {
+  std::vector<UniqueFd> files;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (files.size() < command.value("files", size_t{0})) {
+    PassedFds received = receive_fds(kFileSocketFd, deadline);
+    if (received.status != PassedFds::Status::message) throw Failure("internal", "compare: the files did not come with the command");
+    for (UniqueFd& fd : received.fds) files.push_back(std::move(fd));
+  }
+  const auto file = [&](const json& meta) -> UniqueFd& {
+    const size_t index = meta.at("file");
+    if (index >= files.size() || !files[index]) throw Failure("internal", "compare: an output names no file handed over");
+    return files[index];
+  };
+  std::map<size_t, std::shared_ptr<const SharedRegion>> regions;
+  std::vector<at::Tensor> outputs;
+  size_t blob = 0;
+  for (const json& meta : command.at("outputs")) {
+    if (meta.contains("region")) {
+      const size_t index = meta.at("file");
+      if (!regions.count(index)) regions[index] = SharedRegion::open_received(std::move(file(meta)));
+      outputs.push_back(SharedRegion::view(regions[index], meta));
+    } else if (meta.contains("device")) {
+      try {
+        if (!session.device().is_cuda()) throw std::runtime_error("this evaluation has no device");
+        outputs.push_back(import_device_file(std::move(file(meta)), meta, std::max<int>(session.device().index(), 0)));
+      } catch (const std::runtime_error& failed) {
+        // The candidate's worker described and exported it: what cannot be mapped is its doing.
+        check::OutputComparison unusable;
+        unusable.mismatch = std::string("its output could not be taken over on the device: ") + failed.what();
+        return unusable;
+      }
+    } else {
+      if (blob >= blobs.size()) throw Failure("internal", "compare: fewer blobs than outputs");
+      outputs.push_back(decode(meta, std::move(blobs[blob++])));
+    }
+  }
+  const pybind11::list inputs = session.draw(command.at("draw"));
+  Forward forward = session.forward("reference", inputs, "reference for a candidate's check");
+  if (forward.bad_output) throw Failure("internal", "the reference for a checked draw: " + *forward.bad_output);
+  std::vector<at::Tensor>& reference = forward.outputs;
+  for (size_t i = 0; i < outputs.size() && i < reference.size(); ++i) {
+    if (!reference[i].is_cuda()) continue;
+    if (static_cast<std::int64_t>(reference[i].nbytes()) < kDeviceComparisonBytes) {
+      reference[i] = reference[i].cpu();
+    } else {
+      outputs[i] = outputs[i].to(reference[i].device());
+    }
+  }
+  return check::compare_outputs(outputs, reference, command.at("rms").get<std::vector<double>>(), command.at("scaled"),
+                                command.value("atol", 0.0), command.value("rtol", 0.0));
+}
+
+void handle_compare(Session& session, Channel& channel, const json& command, std::vector<std::vector<std::byte>>& blobs) {
+  const check::OutputComparison comparison = compare_draw(session, command, blobs);
+  release_cached_device_memory(session);
+  reply(channel, {{"status", "ok"}, {"comparison", check::to_json(comparison)}});
 }
 
 // `sketches`: for each of the candidate's timed calls (its content seed and sketch seed), the
@@ -182,9 +299,10 @@ void handle_timed_calls(Session& session, Channel& channel, const json& command)
   reply(channel, header, tensors);
 }
 
-void handle(Session& session, Channel& channel, const json& command) {
+void handle(Session& session, Channel& channel, Message& message) {
+  const json& command = message.header;
   const std::string name = command.at("cmd");
-  if (output_region) output_region->begin_command(command.value("keep", false), command.value("release_kept", false));
+  if (output_region) output_region->begin_command();
   if (name == "load") {
     json facts = session.load(command);
     facts["status"] = "ok";
@@ -196,6 +314,8 @@ void handle(Session& session, Channel& channel, const json& command) {
     reply(channel, {{"status", "ok"}, {"ahead", session.compile(command)}});
   } else if (name == "check") {
     handle_check(session, channel, command);
+  } else if (name == "compare") {
+    handle_compare(session, channel, command, message.blobs);
   } else if (name == "sketches") {
     handle_sketches(session, channel, command);
   } else if (name == "pool") {
@@ -225,7 +345,9 @@ void handle(Session& session, Channel& channel, const json& command) {
     std::vector<at::Tensor> refreshed;
     json header = {{"status", "ok"}, {"probe", session.probe(command.at("draw"), command.value("refresh", json()), &refreshed)}};
     std::vector<EncodedTensor> tensors;
-    attach(tensors, header["outputs"], refreshed);  // the refreshed call's outputs
+    std::vector<UniqueFd> files;
+    attach_for_comparison(tensors, header["outputs"], refreshed, files);  // the refreshed call's outputs
+    send_files(files);
     reply(channel, header, tensors);
   } else if (name == "audit") {
     reply(channel, {{"status", "ok"}, {"facts", session.audit(command.at("draw"), command.at("other"))}});
@@ -271,7 +393,7 @@ int serve_worker(Role role) {
     }
     std::string kind, text;
     try {
-      handle(session, channel, message.header);
+      handle(session, channel, message);
       continue;
     } catch (const Failure& failure) {
       kind = failure.kind;
