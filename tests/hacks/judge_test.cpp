@@ -142,6 +142,13 @@ TEST(Judge, WorkDoneOnSomeCallsForOthersIsUnevenCalls) {
   // Two sets per round. Honest: every call about 10 us, with noise on both sides.
   const std::vector<double> steady = {10e-6, 11e-6, 10e-6, 12e-6, 10e-6, 10e-6, 11e-6, 10e-6, 13e-6, 10e-6, 10e-6, 11e-6};
   EXPECT_FALSE(judge_uneven_calls(steady, steady, 2));
+  // Honest, on a busy machine: a third of the calls slowed (100 -> 200 us) by another process,
+  // which lifts more than half the rounds; the rounds it left alone say the calls are even.
+  std::vector<double> noisy;
+  for (int round = 0; round < 12; ++round) {
+    noisy.insert(noisy.end(), {round % 3 == 0 ? 200e-6 : 100e-6, round % 3 == 1 ? 200e-6 : 100e-6});
+  }
+  EXPECT_FALSE(judge_uneven_calls(std::vector<double>(24, 300e-6), noisy, 2));
   // Three sets; one call per round computes all three (30 us), the other two return at once: the
   // median (1 us) is a third of the work per call (10 us).
   std::vector<double> shifted;
