@@ -21,7 +21,7 @@ struct ReferenceDraw {
   Draw draw;
   std::int64_t output_bytes = 0;  // of the reference's outputs (TF32 off, the protocol's reference flags)
   nlohmann::json checksum;        // of the inputs, to confirm the candidate saw the same
-  std::string skip_reason;            // non-empty: not judged
+  std::string skip_reason;        // non-empty: not judged
   // Scaled comparison only: the scaled error of the timed baseline's outputs (its flags, on the
   // same inputs) against the reference, measured by the reference worker; infinity where the
   // baseline gave no comparable outputs.

@@ -10,9 +10,9 @@
 #include <fcntl.h>
 #include <sys/socket.h>
 
+#include "kbv/common/syscall.h"
 #include "kbv/sandbox/enter.h"
 #include "kbv/sandbox/explain.h"
-#include "kbv/common/syscall.h"
 #include "kbv/worker/fd_passing.h"
 #include "kbv/worker/tensor_codec.h"
 
