@@ -14,8 +14,8 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <system_error>
 #include <string>
+#include <system_error>
 
 #include <nlohmann/json.hpp>
 #include <pybind11/pybind11.h>
