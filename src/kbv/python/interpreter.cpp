@@ -33,6 +33,10 @@ void start_interpreter(const std::string& python_executable) {
   PyConfig_InitPythonConfig(&config);
   // Leave signals alone: the parent ends workers with SIGKILL and a crash must stay a crash.
   config.install_signal_handlers = 0;
+  // What the candidate prints reaches the log pipe as it prints (as python -u): a worker ends with
+  // _exit, no interpreter teardown, which would drop what sys.stdout still buffered, and the
+  // record keeps that log. Not left to PYTHONUNBUFFERED, which only some environments set.
+  config.buffered_stdio = 0;
   PyStatus status = PyConfig_SetBytesString(&config, &config.program_name, python_executable.c_str());
   if (!PyStatus_Exception(status)) {
     status = PyConfig_SetBytesString(&config, &config.executable, python_executable.c_str());
