@@ -228,12 +228,8 @@ check::OutputComparison compare_draw(Session& session, const json& command, std:
   if (forward.bad_output) throw Failure("internal", "the reference for a checked draw: " + *forward.bad_output);
   std::vector<at::Tensor>& reference = forward.outputs;
   for (size_t i = 0; i < outputs.size() && i < reference.size(); ++i) {
-    if (!reference[i].is_cuda()) continue;
-    if (static_cast<std::int64_t>(reference[i].nbytes()) < kDeviceComparisonBytes) {
-      reference[i] = reference[i].cpu();
-    } else {
-      outputs[i] = outputs[i].to(reference[i].device());
-    }
+    reference[i] = comparable(reference[i]);
+    outputs[i] = outputs[i].to(reference[i].device());
   }
   return check::compare_outputs(outputs, reference, command.at("rms").get<std::vector<double>>(), command.at("scaled"),
                                 command.value("atol", 0.0), command.value("rtol", 0.0));
