@@ -1,7 +1,11 @@
 #include "kbv/audit/auditor.h"
 
+#include <algorithm>
 #include <chrono>
+#include <exception>
+#include <mutex>
 #include <random>
+#include <thread>
 
 #include "kbv/eval/evaluation.h"
 #include "kbv/eval/plan.h"
@@ -53,11 +57,36 @@ std::vector<ProblemAudit> audit_problems(const AuditRequest& request) {
   const protocol::Protocol verified = protocol::verified(), kernelbench = protocol::kernelbench();
   std::mt19937_64 rng(kAuditSeed);
   const std::vector<eval::Draw> plan = eval::plan_draws(verified, rng);
-  std::vector<ProblemAudit> audits;
-  for (const store::ProblemInfo& problem : request.problems) {
-    audits.push_back(audit_one(request, problem, plan, verified, kernelbench));
-    request.done(audits.back());
-  }
+  std::vector<ProblemAudit> audits(request.problems.size());
+  std::mutex mutex;  // guards `next`, `failure` and request.done
+  size_t next = 0;
+  std::exception_ptr failure;  // a fault every problem would meet (no device): stops the others
+  // Each thread starts and reaps its own reference workers (a worker dies with the thread that
+  // started it). Nothing is timed, so audits may share a device; only its memory is shared out.
+  auto work = [&] {
+    for (;;) {
+      size_t mine;
+      {
+        std::lock_guard lock(mutex);
+        if (next == request.problems.size() || failure) return;
+        mine = next++;
+      }
+      try {
+        ProblemAudit audit = audit_one(request, request.problems[mine], plan, verified, kernelbench);
+        std::lock_guard lock(mutex);
+        request.done(audit);
+        audits[mine] = std::move(audit);
+      } catch (...) {
+        std::lock_guard lock(mutex);
+        if (!failure) failure = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  const int jobs = std::clamp<int>(request.jobs, 1, static_cast<int>(std::max<size_t>(request.problems.size(), 1)));
+  for (int i = 0; i < jobs; ++i) threads.emplace_back(work);
+  for (std::thread& t : threads) t.join();
+  if (failure) std::rethrow_exception(failure);
   return audits;
 }
 

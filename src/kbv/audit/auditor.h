@@ -1,6 +1,6 @@
 // `kbv audit`: each problem's reference, on its own inputs and on every verified family, probed
-// for the defects that let a cheat pass (audit_judge). One reference worker per problem; the
-// problem's code never runs in the parent.
+// for the defects that let a cheat pass (audit_judge). One reference worker per problem, `jobs`
+// problems at once; the problem's code never runs in the parent.
 #pragma once
 
 #include <functional>
@@ -26,11 +26,13 @@ struct AuditRequest {
   std::string device = "cpu";
   double memory_share = 0.25;  // huge_memory: one draw's inputs + outputs above this share of the device
   double timeout_seconds = 120, load_timeout_seconds = 600;
+  int jobs = 1;  // problems audited at once
   eval::WorkerLaunch launch;
-  std::function<void(const ProblemAudit&)> done = [](const ProblemAudit&) {};
+  std::function<void(const ProblemAudit&)> done = [](const ProblemAudit&) {};  // one call at a time
 };
 
-// Throws eval::NoDevice when the device is not there (every problem would fail alike).
+// In the problems' order. Throws eval::NoDevice when the device is not there (every problem would
+// fail alike).
 std::vector<ProblemAudit> audit_problems(const AuditRequest& request);
 
 nlohmann::json to_json(const ProblemAudit& audit);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <tuple>
@@ -23,6 +24,18 @@ std::string shorten(const std::string& text, size_t width) {
   return text.size() <= width ? text : text.substr(0, width - 3) + "...";
 }
 
+// Written whole to a side file and renamed over the path, so a reader (or an audit stopped part
+// way) always finds a complete array.
+void write_json(const std::string& path, const nlohmann::json& audits) {
+  const std::string part = path + ".part";
+  {
+    std::ofstream file(part);
+    file << audits.dump(2) << "\n";
+    if (!file) throw std::runtime_error("cannot write " + part);
+  }
+  std::filesystem::rename(part, path);
+}
+
 }  // namespace
 
 CLI::App* add_audit_command(CLI::App& app, AuditOptions& o) {
@@ -40,6 +53,10 @@ CLI::App* add_audit_command(CLI::App& app, AuditOptions& o) {
   cmd->add_option("--memory-share", o.memory_share, "huge_memory: one draw's inputs and outputs above this share of the device")
       ->check(CLI::Range(0.0, 1.0))->capture_default_str();
   cmd->add_option("--timeout", o.timeout, "Seconds any one step of a reference may take")->capture_default_str();
+  cmd->add_option("-j,--jobs", o.jobs,
+                  "Problems audited at once, each in its own reference worker (on one GPU they share its memory)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   return cmd;
 }
 
@@ -61,13 +78,15 @@ int audit_command(const AuditOptions& o, const eval::WorkerLaunch& launch) {
   request.device = o.device;
   request.memory_share = o.memory_share;
   request.timeout_seconds = o.timeout;
+  request.jobs = o.jobs;
   request.launch = launch;
-  size_t finished = 0;
   const bool terminal = isatty(STDERR_FILENO);
+  nlohmann::json finished = nlohmann::json::array();  // as they finish: --json holds them while the rest run
   request.done = [&](const audit::ProblemAudit& a) {
-    ++finished;
-    std::fprintf(stderr, terminal ? "\r\033[Kkbv audit: [%zu/%zu] %s" : "kbv audit: [%zu/%zu] %s\n", finished,
-                 request.problems.size(), label(a.problem).c_str());
+    finished.push_back(audit::to_json(a));
+    if (!o.json_path.empty()) write_json(o.json_path, finished);
+    std::fprintf(stderr, terminal ? "\r\033[Kkbv audit: [%zu/%zu] %s %.1fs" : "kbv audit: [%zu/%zu] %s %.1fs\n", finished.size(),
+                 request.problems.size(), label(a.problem).c_str(), a.seconds);
   };
   std::cerr << "kbv audit: " << request.problems.size() << " problems on " << o.device << "\n";
   const std::vector<audit::ProblemAudit> audits = audit::audit_problems(request);
@@ -96,9 +115,7 @@ int audit_command(const AuditOptions& o, const eval::WorkerLaunch& launch) {
   if (!o.json_path.empty()) {
     nlohmann::json out = nlohmann::json::array();
     for (const audit::ProblemAudit& a : audits) out.push_back(audit::to_json(a));
-    std::ofstream file(o.json_path);
-    file << out.dump(2) << "\n";
-    if (!file) throw std::runtime_error("cannot write " + o.json_path);
+    write_json(o.json_path, out);  // in the problems' order
   }
   return failed ? 1 : 0;
 }

@@ -12,6 +12,7 @@ namespace kbv::cli {
 struct AuditOptions {
   std::string problems, device = "cpu", json_path;
   double memory_share = 0.25, timeout = 120;
+  int jobs = 1;
 };
 
 CLI::App* add_audit_command(CLI::App& app, AuditOptions& options);
