@@ -1,6 +1,7 @@
 // `kbv audit`'s measurements of the reference on one draw (the reference role only): what the
 // parent needs to tell a problem that cannot separate a correct kernel from a cheat. Raw facts;
 // the thresholds are the parent's (audit/audit_judge).
+#include <algorithm>
 #include <cmath>
 
 #include <ATen/ATen.h>
@@ -20,18 +21,50 @@ constexpr double kPerturbation = 1e-3;  // relative size of the nudge in the sen
 
 bool floating(const at::Tensor& t) { return at::isFloatingType(t.scalar_type()); }
 
+// The passes below run where the tensors are (the device, for a CUDA audit) over float64 slices
+// of the flattened tensors: a 6 GiB output in float64 on the host took minutes and tens of GiB.
+constexpr int64_t kSlice = int64_t{1} << 24;
+
+// sum over slices of f(x_slice, y_slice) in float64, x and y of one size.
+template <typename F>
+double sum_over_slices(const at::Tensor& x, const at::Tensor& y, const F& f) {
+  const at::Tensor xf = x.detach().reshape(-1), yf = y.detach().reshape(-1);
+  double sum = 0;
+  for (int64_t begin = 0; begin < xf.numel(); begin += kSlice) {
+    const int64_t length = std::min(kSlice, xf.numel() - begin);
+    sum += f(xf.narrow(0, begin, length).to(at::kDouble), yf.narrow(0, begin, length).to(at::kDouble));
+  }
+  return sum;
+}
+
 // The affine map a*x + b that best fits y (least squares over all elements, float64), and how far
 // it still is from y (scaled error). Null when x or y is constant (no slope to fit; a constant
 // output is constant_output's to name).
 json affine_fit(const at::Tensor& input, const at::Tensor& output) {
-  const at::Tensor x = input.detach().to(at::kCPU, at::kDouble).flatten();
-  const at::Tensor y = output.detach().to(at::kCPU, at::kDouble).flatten();
-  const double mx = x.mean().item<double>(), my = y.mean().item<double>();
-  const double var = (x - mx).pow(2).mean().item<double>();
-  if (!(var > 0) || !((y - my).pow(2).mean().item<double>() > 0)) return nullptr;
-  const double scale = ((x - mx) * (y - my)).mean().item<double>() / var;
+  const double n = static_cast<double>(output.numel());
+  const double mx = sum_over_slices(input, output, [](const at::Tensor& x, const at::Tensor&) { return x.sum().item<double>(); }) / n;
+  const double my = sum_over_slices(input, output, [](const at::Tensor&, const at::Tensor& y) { return y.sum().item<double>(); }) / n;
+  const double var = sum_over_slices(input, output, [mx](const at::Tensor& x, const at::Tensor&) {
+                       return (x - mx).square().sum().item<double>();
+                     }) / n;
+  const double var_y = sum_over_slices(input, output, [my](const at::Tensor&, const at::Tensor& y) {
+                         return (y - my).square().sum().item<double>();
+                       }) / n;
+  if (!(var > 0) || !(var_y > 0)) return nullptr;
+  const double scale = sum_over_slices(input, output, [mx, my](const at::Tensor& x, const at::Tensor& y) {
+                         return ((x - mx) * (y - my)).sum().item<double>();
+                       }) / n / var;
   const double offset = my - scale * mx;
-  const double error = check::scaled_error((x * scale + offset).view(output.sizes()), output.to(at::kCPU, at::kDouble));
+  // scaled_error's own bound, slice by slice against the whole output's RMS.
+  const double rms = check::finite_rms(output);
+  const at::Tensor xf = input.detach().reshape(-1), yf = output.detach().reshape(-1);
+  double error = 0;
+  for (int64_t begin = 0; begin < xf.numel() && !std::isnan(error); begin += kSlice) {
+    const int64_t length = std::min(kSlice, xf.numel() - begin);
+    const at::Tensor fit = xf.narrow(0, begin, length).to(at::kDouble) * scale + offset;
+    const double e = check::scaled_error(fit, yf.narrow(0, begin, length), rms);
+    error = std::isnan(e) ? e : std::max(error, e);
+  }
   return {{"scale", scale}, {"offset", offset}, {"error", std::isfinite(error) ? json(error) : json(nullptr)}};
 }
 
@@ -39,9 +72,8 @@ double relative_change(const std::vector<at::Tensor>& after, const std::vector<a
   double diff = 0, norm = 0;
   for (size_t i = 0; i < before.size() && i < after.size(); ++i) {
     if (!floating(before[i])) continue;
-    const at::Tensor b = before[i].detach().to(at::kDouble), a = after[i].detach().to(at::kDouble);
-    diff += (a - b).pow(2).sum().item<double>();
-    norm += b.pow(2).sum().item<double>();
+    diff += sum_over_slices(after[i], before[i], [](const at::Tensor& a, const at::Tensor& b) { return (a - b).square().sum().item<double>(); });
+    norm += sum_over_slices(after[i], before[i], [](const at::Tensor&, const at::Tensor& b) { return b.square().sum().item<double>(); });
   }
   return norm > 0 ? std::sqrt(diff / norm) : 0.0;
 }

@@ -128,8 +128,9 @@ struct FirstOutputs {
 };
 
 // The reference's worker gives the device memory its caching allocator holds back to the device
-// after each draw and comparison: the candidate's worker shares the device, and outputs of GiBs
-// cached here would leave it short (an honest 6 GiB ReLU ran out of memory in its probe).
+// after each draw, comparison and audited draw: the candidate's worker shares the device, and
+// outputs of GiBs cached here would leave it short (an honest 6 GiB ReLU ran out of memory in its
+// probe).
 void release_cached_device_memory(const Session& session) {
   if (session.device().is_cuda()) c10::cuda::CUDACachingAllocator::emptyCache();
 }
@@ -346,7 +347,9 @@ void handle(Session& session, Channel& channel, Message& message) {
     send_files(files);
     reply(channel, header, tensors);
   } else if (name == "audit") {
-    reply(channel, {{"status", "ok"}, {"facts", session.audit(command.at("draw"), command.at("other"))}});
+    const json facts = session.audit(command.at("draw"), command.at("other"));
+    release_cached_device_memory(session);  // audits of other problems may share the device (kbv audit --jobs)
+    reply(channel, {{"status", "ok"}, {"facts", facts}});
   } else if (name == "findings") {
     reply(channel, {{"status", "ok"}, {"findings", session.findings()}, {"ops", session.observed_ops()}});
   } else {
