@@ -24,8 +24,11 @@
 # loop's 21 minutes are not spent again, 4 of its 34 candidates are, for this machine's pace
 # against the record's; its table names both sides' dates; set KBV_COMMIT, the
 # machine's copy of the tree has no git history; the entry is OUT_DIR/bench/RESULTS-entry.md).
-# a verified and a kernelbench evaluation of KernelBench's 19_ReLU at its own size, 6 GiB in and out
-# (stage `large`: each one's wall and stage seconds),
+# a verified and a kernelbench evaluation of KernelBench's 19_ReLU at its own size, 6 GiB in and out,
+# and its audit (stage `large`: each one's wall and stage seconds),
+# kbv audit over KernelBench's own problems (stage `kernelbench`, KBV_KERNELBENCH=its KernelBench/
+# folder, carried: the machine reaches no repository) and bench/deterministic_cost.py over its
+# transposed convolutions (stage `deterministic`),
 # tests/sandbox/corpus.py on cuda (stage `sandbox`: the hostile corpus, each attack contained) and
 # bench/sandbox_cost.py (stage `sandboxcost`: an evaluation with --sandbox on and off in turns).
 # Prints a short table last. Usage: tests/gpu/run.sh [OUT_DIR]   (stages: KBV_GPU_STAGES)
@@ -107,7 +110,25 @@ for stage in $stages; do
   "wall %.1f s:" % (time.time() - float(sys.argv[3])),
   " ".join("%s %.1f" % kv for kv in sorted(r["stage_seconds"].items(), key=lambda kv: -kv[1]) if kv[1] >= 0.05))' \
           "$out/large-$protocol.json" "$protocol" "$began" | tee -a "$out/large.txt"
-      done ;;
+      done
+      began=$(date +%s)
+      "$KBV" audit --problems tests/gpu/data/large_relu.py --device cuda --json "$out/large-audit.json" >/dev/null 2>&1 || status=1
+      echo "audit wall $(( $(date +%s) - began )) s" | tee -a "$out/large.txt" ;;
+    kernelbench)
+      # kbv audit over KernelBench's own problem files (KBV_KERNELBENCH: its KernelBench/ folder), a
+      # kbv audit per level at once, KBV_AUDIT_JOBS (2) problems each; stopped after KBV_AUDIT_BUDGET
+      # seconds (each JSON keeps the problems finished by then). Then the table per finding.
+      for level in "$KBV_KERNELBENCH"/level*; do
+        timeout "${KBV_AUDIT_BUDGET:-1800}" "$KBV" audit --problems "$level" --device cuda --jobs "${KBV_AUDIT_JOBS:-2}" \
+          --json "$out/kernelbench-$(basename "$level").json" >"$out/kernelbench-$(basename "$level").txt" 2>&1 &
+      done
+      wait
+      python3 scripts/audit_summary.py "$out"/kernelbench-level*.json | tee "$out/kernelbench.txt" || status=1 ;;
+    deterministic)
+      # What torch.use_deterministic_algorithms would cost KernelBench's transposed convolutions,
+      # whose references differ between calls in the last bits (float atomics).
+      python3 bench/deterministic_cost.py "$KBV_KERNELBENCH"/level1/*conv_transposed* "$KBV_KERNELBENCH"/level2/*ConvTranspose* \
+        --calls 10 --out "$out/deterministic.json" | tee "$out/deterministic.txt" || status=1 ;;
     audit)
       "$KBV" audit --problems examples/problems --device cuda --json "$out/audit-examples.json" | tee "$out/audit.txt" || status=1
       "$KBV" audit --problems tests/audit/problems --device cuda --json "$out/audit-corpus.json" | tee -a "$out/audit.txt" || status=1 ;;
