@@ -64,23 +64,25 @@ std::vector<AuditFinding> judge_audit(const std::vector<FamilyFacts>& families, 
   // stochastic_reference: the same inputs twice give different outputs (in any family) beyond
   // rounding; within it (float atomics), rounding_reference.
   json differs = json::array();
-  double largest = 0;
+  bool stochastic = false;
   for (const FamilyFacts& f : families) {
     if (f.facts.contains("repeat_error") && value(f.facts["repeat_error"]) > 0) {
-      differs.push_back({{"family", f.family}, {"scaled_error", f.facts["repeat_error"]}});
-      largest = std::max(largest, value(f.facts["repeat_error"]));
+      const double repeat = value(f.facts["repeat_error"]), baseline = value(f.facts.at("baseline_error"));
+      differs.push_back({{"family", f.family}, {"scaled_error", f.facts["repeat_error"]},
+                         {"tolerance", eval::derive_tolerance(baseline, verified)}});
+      stochastic = stochastic || !eval::within_rounding(repeat, baseline, verified);
     }
   }
   // A random reference voids the comparisons below (its own baseline sets the tolerance): it is
   // named alone, with what concerns the families and the memory.
-  const bool stochastic = !eval::within_rounding(largest, verified);
   if (stochastic) {
     out.push_back({"stochastic_reference", true,
                    {{"repeats_differ", differs}, {"why_cured", "verified: every candidate is unverifiable, none is scored"}}});
   } else if (!differs.empty()) {
     out.push_back({"rounding_reference", true,
                    {{"repeats_differ", differs},
-                    {"why_cured", "verified: judged, the difference added to every bound (within rounding_share of the floor)"}}});
+                    {"why_cured", "verified: judged, the difference added to every bound (below the floor and within "
+                                  "rounding_share of the tolerance)"}}});
   }
 
   // identity_under_inputs: an affine map of an input reproduces the output on these inputs but not

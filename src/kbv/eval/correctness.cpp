@@ -26,12 +26,13 @@ double derive_tolerance(double baseline_error, const protocol::Protocol& protoco
   return std::max(protocol.error_floor, protocol.baseline_multiplier * baseline_error);
 }
 
-bool within_rounding(double repeat_error, const protocol::Protocol& protocol) {
-  return repeat_error <= protocol.rounding_share * protocol.error_floor;
+bool within_rounding(double repeat_error, double baseline_error, const protocol::Protocol& protocol) {
+  return repeat_error <= protocol.error_floor &&
+         repeat_error <= protocol.rounding_share * derive_tolerance(baseline_error, protocol);
 }
 
-std::optional<std::string> stochastic_reason(double repeat_error, const protocol::Protocol& protocol) {
-  if (within_rounding(repeat_error, protocol)) return std::nullopt;
+std::optional<std::string> stochastic_reason(double repeat_error, double baseline_error, const protocol::Protocol& protocol) {
+  if (within_rounding(repeat_error, baseline_error, protocol)) return std::nullopt;
   return "stochastic reference: two calls on the same inputs differ (scaled error " + format_error(repeat_error) +
          ", beyond rounding)";
 }

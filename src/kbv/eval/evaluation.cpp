@@ -349,7 +349,9 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
     references = reference.draws(plan_draws(protocol, rng), record.reference_repeat_error);
     prepare(references, protocol, record.reference_repeat_error);
   }
-  if (std::optional<std::string> stochastic = stochastic_reason(record.reference_repeat_error, protocol)) {
+  // The repeat is of the first draw's reference; its tolerance is the one it is weighed against.
+  if (std::optional<std::string> stochastic =
+          stochastic_reason(record.reference_repeat_error, references.front().baseline_error, protocol)) {
     record.verdict = Verdict::unverifiable;
     record.verdict_reason = *stochastic;
     record.wall_seconds = Seconds(std::chrono::steady_clock::now() - started).count();
