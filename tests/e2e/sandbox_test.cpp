@@ -27,6 +27,7 @@
 #include <SQLiteCpp/Statement.h>
 #include <nlohmann/json.hpp>
 
+#include "kbv/sandbox/explain.h"
 #include "kbv_runner.h"
 
 namespace {
@@ -237,6 +238,19 @@ TEST_F(Sandbox, KbvRunKeepsEveryRecordOnceWithHostileCandidatesAmongHonestOnes) 
   EXPECT_EQ(verdict_of(5), "hack") << output;
   EXPECT_EQ(verdict_of(6), "runtime_error") << output;
   expect_no_effect_outside(scratch_ / "cache", mark_, *tcp_, *unix_);
+}
+
+// Out of device memory inside the sandbox, torch's message is an assert on NVML (its report of
+// the processes holding the memory asks NVML, which the sandbox hides): the reason names the GPU's
+// memory. The message in the form torch gives it (an honest 6 GiB ReLU's probe on the H200,
+// 2026-12-03; the line number varies with the release).
+TEST(SandboxWords, TheGpusMemoryBehindTorchsNvmlAssertIsNamed) {
+  const kbv::sandbox::Limits limits;
+  const std::string oom = "RuntimeError: NVML_SUCCESS == DriverAPI::get()->nvmlInit_v2_() INTERNAL ASSERT FAILED at "
+                          "\"/pytorch/c10/cuda/CUDACachingAllocator.cpp\":1131, please report a bug to PyTorch.";
+  EXPECT_NE(kbv::sandbox::explain_error(oom, limits).find("GPU is out of memory"), std::string::npos);
+  EXPECT_EQ(kbv::sandbox::explain_error("RuntimeError: NVML_SUCCESS == r INTERNAL ASSERT FAILED at \"x.cpp\"", limits), "");
+  EXPECT_EQ(kbv::sandbox::explain_error("RuntimeError: shape mismatch", limits), "");
 }
 
 }  // namespace

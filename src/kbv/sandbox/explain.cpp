@@ -30,6 +30,12 @@ std::string explain_error(const std::string& message, const Limits& limits) {
   static const std::regex processes(R"(Resource temporarily unavailable|can't start new thread|BlockingIOError)");
   static const std::regex space(R"(No space left on device)");
   static const std::regex file(R"(File too large)");
+  // Out of device memory, torch's caching allocator asks NVML which processes hold it, for its
+  // message; NVML is out of the sandbox's reach, and the message becomes an assert on NVML.
+  static const std::regex device_memory(R"(NVML_SUCCESS == .*nvml\w*\(.*CUDACachingAllocator)");
+  if (std::regex_search(message, device_memory)) {
+    return "the GPU is out of memory (torch's report of it asks NVML, which the sandbox does not reach)";
+  }
   if (limits.memory_bytes > 0 && std::regex_search(message, memory)) {
     return "the sandbox's memory limit is " + gib(limits.memory_bytes) + " per process (--limit memory=)";
   }
