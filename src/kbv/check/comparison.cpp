@@ -134,19 +134,14 @@ bool fused_all_finite(const at::Tensor& t) {
   return finite;
 }
 
-// The tensor expressions (device tensors in the worker, mixed dtypes, strided views) work on
-// slices of the flattened tensors, so that their float64 temporaries take a few times a slice,
-// not a few times the output (8 GiB of them for a 512 MiB float32 output on the device).
-constexpr int64_t kSlice = int64_t{1} << 24;
-
 // The largest `slice_value(x_slice, r_slice)` over the slices; a NaN wins.
 template <typename F>
 double max_over_slices(const at::Tensor& x, const at::Tensor& r, const F& slice_value) {
   if (x.numel() != r.numel()) return kInfinity;
   const at::Tensor xf = x.reshape(-1), rf = r.reshape(-1);
   double worst = 0;
-  for (int64_t begin = 0; begin < rf.numel(); begin += kSlice) {
-    const int64_t length = std::min(kSlice, rf.numel() - begin);
+  for (int64_t begin = 0; begin < rf.numel(); begin += kSliceElements) {
+    const int64_t length = std::min(kSliceElements, rf.numel() - begin);
     const double value = slice_value(xf.narrow(0, begin, length), rf.narrow(0, begin, length));
     if (std::isnan(value)) return value;
     worst = std::max(worst, value);
@@ -180,8 +175,8 @@ double finite_rms(const at::Tensor& r) {
   const at::Tensor rf = r.reshape(-1);
   double sum = 0;
   int64_t count = 0;
-  for (int64_t begin = 0; begin < rf.numel(); begin += kSlice) {
-    const at::Tensor rd = rf.narrow(0, begin, std::min(kSlice, rf.numel() - begin)).to(at::kDouble);
+  for (int64_t begin = 0; begin < rf.numel(); begin += kSliceElements) {
+    const at::Tensor rd = rf.narrow(0, begin, std::min(kSliceElements, rf.numel() - begin)).to(at::kDouble);
     if (!at::isFloatingType(r.scalar_type())) {
       sum += rd.square().sum().item<double>();
       count += rd.numel();

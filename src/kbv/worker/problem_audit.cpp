@@ -22,49 +22,47 @@ constexpr double kPerturbation = 1e-3;  // relative size of the nudge in the sen
 bool floating(const at::Tensor& t) { return at::isFloatingType(t.scalar_type()); }
 
 // The passes below run where the tensors are (the device, for a CUDA audit) over float64 slices
-// of the flattened tensors: a 6 GiB output in float64 on the host took minutes and tens of GiB.
-constexpr int64_t kSlice = int64_t{1} << 24;
-
-// sum over slices of f(x_slice, y_slice) in float64, x and y of one size.
+// (check::kSliceElements): a 6 GiB output in float64 on the host took minutes and tens of GiB.
+// f(x_slice, y_slice) over the slices of the flattened x and y (one size), in order.
 template <typename F>
-double sum_over_slices(const at::Tensor& x, const at::Tensor& y, const F& f) {
+void for_each_slice(const at::Tensor& x, const at::Tensor& y, const F& f) {
   const at::Tensor xf = x.detach().reshape(-1), yf = y.detach().reshape(-1);
-  double sum = 0;
-  for (int64_t begin = 0; begin < xf.numel(); begin += kSlice) {
-    const int64_t length = std::min(kSlice, xf.numel() - begin);
-    sum += f(xf.narrow(0, begin, length).to(at::kDouble), yf.narrow(0, begin, length).to(at::kDouble));
+  for (int64_t begin = 0; begin < xf.numel(); begin += check::kSliceElements) {
+    const int64_t length = std::min(check::kSliceElements, xf.numel() - begin);
+    f(xf.narrow(0, begin, length).to(at::kDouble), yf.narrow(0, begin, length).to(at::kDouble));
   }
-  return sum;
 }
 
 // The affine map a*x + b that best fits y (least squares over all elements, float64), and how far
 // it still is from y (scaled error). Null when x or y is constant (no slope to fit; a constant
-// output is constant_output's to name).
+// output is constant_output's to name). Three passes: the means, the centred sums, the error.
 json affine_fit(const at::Tensor& input, const at::Tensor& output) {
   const double n = static_cast<double>(output.numel());
-  const double mx = sum_over_slices(input, output, [](const at::Tensor& x, const at::Tensor&) { return x.sum().item<double>(); }) / n;
-  const double my = sum_over_slices(input, output, [](const at::Tensor&, const at::Tensor& y) { return y.sum().item<double>(); }) / n;
-  const double var = sum_over_slices(input, output, [mx](const at::Tensor& x, const at::Tensor&) {
-                       return (x - mx).square().sum().item<double>();
-                     }) / n;
-  const double var_y = sum_over_slices(input, output, [my](const at::Tensor&, const at::Tensor& y) {
-                         return (y - my).square().sum().item<double>();
-                       }) / n;
-  if (!(var > 0) || !(var_y > 0)) return nullptr;
-  const double scale = sum_over_slices(input, output, [mx, my](const at::Tensor& x, const at::Tensor& y) {
-                         return ((x - mx) * (y - my)).sum().item<double>();
-                       }) / n / var;
+  double sum_x = 0, sum_y = 0;
+  for_each_slice(input, output, [&](const at::Tensor& x, const at::Tensor& y) {
+    sum_x += x.sum().item<double>();
+    sum_y += y.sum().item<double>();
+  });
+  const double mx = sum_x / n, my = sum_y / n;
+  double sxx = 0, syy = 0, sxy = 0;
+  for_each_slice(input, output, [&](const at::Tensor& x, const at::Tensor& y) {
+    const at::Tensor dx = x - mx, dy = y - my;
+    sxx += dx.square().sum().item<double>();
+    syy += dy.square().sum().item<double>();
+    sxy += (dx * dy).sum().item<double>();
+  });
+  const double var = sxx / n;
+  if (!(var > 0) || !(syy / n > 0)) return nullptr;
+  const double scale = sxy / n / var;
   const double offset = my - scale * mx;
-  // scaled_error's own bound, slice by slice against the whole output's RMS.
+  // scaled_error slice by slice against the whole output's RMS; a NaN wins.
   const double rms = check::finite_rms(output);
-  const at::Tensor xf = input.detach().reshape(-1), yf = output.detach().reshape(-1);
   double error = 0;
-  for (int64_t begin = 0; begin < xf.numel() && !std::isnan(error); begin += kSlice) {
-    const int64_t length = std::min(kSlice, xf.numel() - begin);
-    const at::Tensor fit = xf.narrow(0, begin, length).to(at::kDouble) * scale + offset;
-    const double e = check::scaled_error(fit, yf.narrow(0, begin, length), rms);
+  for_each_slice(input, output, [&](const at::Tensor& x, const at::Tensor& y) {
+    if (std::isnan(error)) return;
+    const double e = check::scaled_error(x * scale + offset, y, rms);
     error = std::isnan(e) ? e : std::max(error, e);
-  }
+  });
   return {{"scale", scale}, {"offset", offset}, {"error", std::isfinite(error) ? json(error) : json(nullptr)}};
 }
 
@@ -72,8 +70,10 @@ double relative_change(const std::vector<at::Tensor>& after, const std::vector<a
   double diff = 0, norm = 0;
   for (size_t i = 0; i < before.size() && i < after.size(); ++i) {
     if (!floating(before[i])) continue;
-    diff += sum_over_slices(after[i], before[i], [](const at::Tensor& a, const at::Tensor& b) { return (a - b).square().sum().item<double>(); });
-    norm += sum_over_slices(after[i], before[i], [](const at::Tensor&, const at::Tensor& b) { return b.square().sum().item<double>(); });
+    for_each_slice(after[i], before[i], [&](const at::Tensor& a, const at::Tensor& b) {
+      diff += (a - b).square().sum().item<double>();
+      norm += b.square().sum().item<double>();
+    });
   }
   return norm > 0 ? std::sqrt(diff / norm) : 0.0;
 }
