@@ -85,6 +85,53 @@ TEST(Audit, HugeMemoryIsJudgedAgainstTheStatedShare) {
   fs::remove_all(dir);
 }
 
+// Audits at once share the device's memory: a problem whose reference runs out of it beside
+// another's is audited again by itself. The first problem holds a lock for as long as its worker
+// lives (the memory it would hold); the second, finding it held, asks torch's allocator for more
+// than any host has and gets its real out-of-memory error; alone, it finds the lock free.
+TEST(Audit, AProblemOutOfMemoryBesideAnotherIsAuditedAgainByItself) {
+  const fs::path dir = fs::temp_directory_path() / ("kbv_audit_contention_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string lock = (dir / "held.lock").string();
+  const std::string model = R"(
+class Model(nn.Module):
+    def forward(self, x):
+        FORWARD
+        return x * 2
+
+
+def get_inputs():
+    return [torch.rand(64, 64)]
+
+
+def get_init_inputs():
+    return []
+)";
+  const auto write = [&](const std::string& name, const std::string& head, const std::string& forward) {
+    std::string text = model;
+    text.replace(text.find("FORWARD"), 7, forward);
+    std::ofstream(dir / name) << "import fcntl, os, time\nimport torch\nimport torch.nn as nn\nLOCK = '" << lock << "'\n" << head << text;
+  };
+  write("1_HoldsMemory.py", "held = open(LOCK, 'w')\nfcntl.flock(held, fcntl.LOCK_EX)\n", "time.sleep(0.2)");
+  write("2_NeedsMemory.py", "for _ in range(300):\n    if os.path.exists(LOCK): break\n    time.sleep(0.1)\n",
+        "probe = open(LOCK, 'w')\n"
+        "        try:\n"
+        "            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+        "        except BlockingIOError:\n"
+        "            torch.empty(1 << 62, dtype=torch.uint8)\n"
+        "        finally:\n"
+        "            probe.close()");
+  const Audit a = audit(dir, "--jobs 2");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  ASSERT_EQ(a.problems.size(), 2u);
+  EXPECT_FALSE(a.problems[0].contains("retried_alone")) << a.problems[0].dump(1);
+  EXPECT_EQ(a.problems[1].value("retried_alone", false), true) << a.problems[1].dump(1);
+  EXPECT_FALSE(a.problems[1].contains("error")) << a.problems[1].dump(1);
+  EXPECT_NE(a.output.find("again by itself"), std::string::npos) << a.output;
+  fs::remove_all(dir);
+}
+
 TEST(Audit, NoGpuStopsTheAuditAndIsNamed) {
   const Audit a = audit(kAudit / "problems", "--device cuda");
   EXPECT_EQ(a.exit_code, 1);

@@ -9,6 +9,7 @@
 
 #include "kbv/eval/evaluation.h"
 #include "kbv/eval/plan.h"
+#include "kbv/sandbox/explain.h"
 
 namespace kbv::audit {
 namespace {
@@ -47,6 +48,7 @@ ProblemAudit audit_one(const AuditRequest& request, const store::ProblemInfo& pr
     audit.error = std::string("the reference worker ") + lost.what() + "\n" + reference.log_tail();
   }
   reference.shutdown();
+  if (sandbox::out_of_memory(audit.error)) audit.error = "out of " + request.device + " memory: " + audit.error;
   audit.seconds = Seconds(std::chrono::steady_clock::now() - started).count();
   return audit;
 }
@@ -58,9 +60,11 @@ std::vector<ProblemAudit> audit_problems(const AuditRequest& request) {
   std::mt19937_64 rng(kAuditSeed);
   const std::vector<eval::Draw> plan = eval::plan_draws(verified, rng);
   std::vector<ProblemAudit> audits(request.problems.size());
-  std::mutex mutex;  // guards `next`, `failure` and request.done
+  const int jobs = std::clamp<int>(request.jobs, 1, static_cast<int>(std::max<size_t>(request.problems.size(), 1)));
+  std::mutex mutex;  // guards `next`, `failure`, `alone` and request.done
   size_t next = 0;
   std::exception_ptr failure;  // a fault every problem would meet (no device): stops the others
+  std::vector<size_t> alone;   // ran out of memory beside other audits: audited again by itself
   // Each thread starts and reaps its own reference workers (a worker dies with the thread that
   // started it). Nothing is timed, so audits may share a device; only its memory is shared out.
   auto work = [&] {
@@ -74,6 +78,10 @@ std::vector<ProblemAudit> audit_problems(const AuditRequest& request) {
       try {
         ProblemAudit audit = audit_one(request, request.problems[mine], plan, verified, kernelbench);
         std::lock_guard lock(mutex);
+        if (jobs > 1 && sandbox::out_of_memory(audit.error)) {
+          alone.push_back(mine);
+          continue;
+        }
         request.done(audit);
         audits[mine] = std::move(audit);
       } catch (...) {
@@ -83,10 +91,15 @@ std::vector<ProblemAudit> audit_problems(const AuditRequest& request) {
     }
   };
   std::vector<std::thread> threads;
-  const int jobs = std::clamp<int>(request.jobs, 1, static_cast<int>(std::max<size_t>(request.problems.size(), 1)));
   for (int i = 0; i < jobs; ++i) threads.emplace_back(work);
   for (std::thread& t : threads) t.join();
   if (failure) std::rethrow_exception(failure);
+  std::sort(alone.begin(), alone.end());
+  for (const size_t i : alone) {
+    audits[i] = audit_one(request, request.problems[i], plan, verified, kernelbench);
+    audits[i].retried_alone = true;
+    request.done(audits[i]);
+  }
   return audits;
 }
 
@@ -99,6 +112,7 @@ json to_json(const ProblemAudit& a) {
   if (a.problem.level) out["level"] = *a.problem.level;
   if (a.problem.number) out["number"] = *a.problem.number;
   if (!a.error.empty()) out["error"] = a.error;
+  if (a.retried_alone) out["retried_alone"] = true;
   return out;
 }
 

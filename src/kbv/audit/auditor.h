@@ -1,6 +1,7 @@
 // `kbv audit`: each problem's reference, on its own inputs and on every verified family, probed
 // for the defects that let a cheat pass (audit_judge). One reference worker per problem, `jobs`
-// problems at once; the problem's code never runs in the parent.
+// problems at once (one that runs out of memory beside the others is audited again by itself at
+// the end); the problem's code never runs in the parent.
 #pragma once
 
 #include <functional>
@@ -19,6 +20,7 @@ struct ProblemAudit {
   std::vector<FamilyFacts> families;  // the raw facts, for --json
   std::string error;                  // non-empty: the problem could not be audited
   double seconds = 0;
+  bool retried_alone = false;  // ran out of memory beside other audits (--jobs), audited again by itself
 };
 
 struct AuditRequest {

@@ -54,7 +54,8 @@ CLI::App* add_audit_command(CLI::App& app, AuditOptions& o) {
       ->check(CLI::Range(0.0, 1.0))->capture_default_str();
   cmd->add_option("--timeout", o.timeout, "Seconds any one step of a reference may take")->capture_default_str();
   cmd->add_option("-j,--jobs", o.jobs,
-                  "Problems audited at once, each in its own reference worker (on one GPU they share its memory)")
+                  "Problems audited at once, each in its own reference worker (they share the device's memory: one "
+                  "that runs out of it is audited again by itself at the end)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   return cmd;
@@ -85,8 +86,9 @@ int audit_command(const AuditOptions& o, const eval::WorkerLaunch& launch) {
   request.done = [&](const audit::ProblemAudit& a) {
     finished.push_back(audit::to_json(a));
     if (!o.json_path.empty()) write_json(o.json_path, finished);
-    std::fprintf(stderr, terminal ? "\r\033[Kkbv audit: [%zu/%zu] %s %.1fs" : "kbv audit: [%zu/%zu] %s %.1fs\n", finished.size(),
-                 request.problems.size(), label(a.problem).c_str(), a.seconds);
+    std::fprintf(stderr, terminal ? "\r\033[Kkbv audit: [%zu/%zu] %s %.1fs%s" : "kbv audit: [%zu/%zu] %s %.1fs%s\n",
+                 finished.size(), request.problems.size(), label(a.problem).c_str(), a.seconds,
+                 a.retried_alone ? " (again by itself: out of memory beside the others)" : "");
   };
   std::cerr << "kbv audit: " << request.problems.size() << " problems on " << o.device << "\n";
   const std::vector<audit::ProblemAudit> audits = audit::audit_problems(request);

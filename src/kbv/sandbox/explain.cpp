@@ -7,6 +7,20 @@
 namespace kbv::sandbox {
 namespace {
 
+// Out of memory in torch's words, the host's or the GPU's ("CUDA out of memory").
+const std::regex& memory_words() {
+  static const std::regex words(R"(MemoryError|can't allocate memory|Cannot allocate memory|std::bad_alloc|out of memory)");
+  return words;
+}
+
+// Out of device memory, torch's caching allocator asks NVML which processes hold it, for its
+// message; where NVML is out of reach (the sandbox, some containers) the message becomes an assert
+// on NVML.
+const std::regex& nvml_report() {
+  static const std::regex words(R"(NVML_SUCCESS == .*nvml\w*\(.*CUDACachingAllocator)");
+  return words;
+}
+
 std::string gib(std::uint64_t bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.3g GiB", static_cast<double>(bytes) / static_cast<double>(1ull << 30));
@@ -26,17 +40,13 @@ std::string explain_exit(bool signaled, int code, double cpu_seconds, const Limi
 }
 
 std::string explain_error(const std::string& message, const Limits& limits) {
-  static const std::regex memory(R"(MemoryError|can't allocate memory|Cannot allocate memory|std::bad_alloc|out of memory)");
   static const std::regex processes(R"(Resource temporarily unavailable|can't start new thread|BlockingIOError)");
   static const std::regex space(R"(No space left on device)");
   static const std::regex file(R"(File too large)");
-  // Out of device memory, torch's caching allocator asks NVML which processes hold it, for its
-  // message; NVML is out of the sandbox's reach, and the message becomes an assert on NVML.
-  static const std::regex device_memory(R"(NVML_SUCCESS == .*nvml\w*\(.*CUDACachingAllocator)");
-  if (std::regex_search(message, device_memory)) {
+  if (std::regex_search(message, nvml_report())) {
     return "the GPU is out of memory (torch's report of it asks NVML, which the sandbox does not reach)";
   }
-  if (limits.memory_bytes > 0 && std::regex_search(message, memory)) {
+  if (limits.memory_bytes > 0 && std::regex_search(message, memory_words())) {
     return "the sandbox's memory limit is " + gib(limits.memory_bytes) + " per process (--limit memory=)";
   }
   if (limits.processes > 0 && std::regex_search(message, processes)) {
@@ -49,6 +59,10 @@ std::string explain_error(const std::string& message, const Limits& limits) {
     return "the sandbox's scratch (/tmp, $HOME, /dev/shm) holds " + gib(limits.scratch_bytes) + " (--limit scratch=)";
   }
   return "";
+}
+
+bool out_of_memory(const std::string& message) {
+  return std::regex_search(message, nvml_report()) || std::regex_search(message, memory_words());
 }
 
 }  // namespace kbv::sandbox

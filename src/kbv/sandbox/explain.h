@@ -19,4 +19,8 @@ std::string explain_exit(bool signaled, int code, double cpu_seconds, const Limi
 // ignored), no space left in the scratch. Empty when none of these.
 std::string explain_error(const std::string& message, const Limits& limits);
 
+// Whether an error says memory ran out, the host's or the GPU's (torch's words for either, or its
+// report of the GPU's failing on NVML).
+bool out_of_memory(const std::string& message);
+
 }  // namespace kbv::sandbox
