@@ -81,8 +81,8 @@ std::vector<AuditFinding> judge_audit(const std::vector<FamilyFacts>& families, 
   } else if (!differs.empty()) {
     out.push_back({"rounding_reference", true,
                    {{"repeats_differ", differs},
-                    {"why_cured", "verified: judged, the difference added to every bound (below the floor and within "
-                                  "rounding_share of the tolerance)"}}});
+                    {"why_cured", "verified: judged, the difference added to every bound (within rounding_share of the "
+                                  "tolerance)"}}});
   }
 
   // identity_under_inputs: an affine map of an input reproduces the output on these inputs but not

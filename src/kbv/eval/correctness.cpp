@@ -27,8 +27,7 @@ double derive_tolerance(double baseline_error, const protocol::Protocol& protoco
 }
 
 bool within_rounding(double repeat_error, double baseline_error, const protocol::Protocol& protocol) {
-  return repeat_error <= protocol.error_floor &&
-         repeat_error <= protocol.rounding_share * derive_tolerance(baseline_error, protocol);
+  return repeat_error <= protocol.rounding_share * derive_tolerance(baseline_error, protocol);
 }
 
 std::optional<std::string> stochastic_reason(double repeat_error, double baseline_error, const protocol::Protocol& protocol) {

@@ -43,10 +43,10 @@ void prepare(std::vector<ReferenceDraw>& draws, const protocol::Protocol& protoc
 double derive_tolerance(double baseline_error, const protocol::Protocol& protocol);
 
 // Whether two reference calls on the same inputs that differ by `repeat_error` differ by rounding
-// only (float atomics, a summation order): below the floor, and within `rounding_share` of the
-// draw's tolerance (from its `baseline_error`), so that widening every bound by it moves a verdict
-// little. A random reference (dropout) differs between calls about as much as its baseline does
-// (the same randomness): far beyond both.
+// only (float atomics, a summation order): within `rounding_share` of the draw's tolerance (from
+// its `baseline_error`), so that widening every bound by it moves a verdict little. A random
+// reference (dropout) differs between calls about as much as its baseline does (the same
+// randomness), a third of the tolerance whatever its size: beyond the share.
 bool within_rounding(double repeat_error, double baseline_error, const protocol::Protocol& protocol);
 
 // Why a reference whose two calls differ by `repeat_error` cannot judge a candidate; nullopt when
