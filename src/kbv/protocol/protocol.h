@@ -75,9 +75,9 @@ struct Protocol {
   double atol = 1e-4, rtol = 1e-4;     // allclose
   double error_floor = 1e-4;           // scaled: smallest bound ever used
   double baseline_multiplier = 3.0;    // scaled: bound = max(floor, multiplier x baseline error)
-  // scaled: a reference whose two calls on the same inputs differ by at most the floor and this
-  // share of the draw's tolerance is deterministic up to rounding (float atomics): judged, the
-  // difference added to every bound; beyond it, random (dropout): unverifiable.
+  // scaled: a reference whose two calls on the same inputs differ by at most this share of the
+  // draw's tolerance is deterministic up to rounding (float atomics): judged, the difference added
+  // to every bound; beyond it, random (dropout): unverifiable.
   double rounding_share = 0.25;
   int min_hidden_families = 2;         // fewer in-domain hidden families: unverifiable
   Tf32 reference_tf32;                 // reference values
