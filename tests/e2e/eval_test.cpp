@@ -243,6 +243,33 @@ TEST(Unverifiable, ReferenceThatMovesInTheLastBitsIsJudged) {
   EXPECT_LT(spread, 1e-5);
 }
 
+// log x takes only positive inputs: normal, heavy and sparse draws are out of its domain (and
+// shifted ones where they reach below zero), so the fallback families, which keep the signs of
+// the problem's own inputs, are drawn and judged in their place.
+TEST(Unverifiable, AProblemTheHiddenFamiliesLeaveIsJudgedOnTheFallbackFamilies) {
+  const Outcome r = kbv_eval({(kData.parent_path() / "audit/problems/7_LogOfInput.py").string(),
+                              (kData / "candidate_log.py").string(), "--quiet"},
+                             "log");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.record["verdict"], "unverifiable") << r.record["verdict_reason"];
+  std::map<std::string, std::string> status;
+  for (const json& f : r.record["correctness"]) status[f["family"]] = f["status"];
+  EXPECT_EQ(status["standard"], "pass");
+  EXPECT_EQ(status["normal"], "skipped");
+  EXPECT_EQ(status["rescaled"], "pass");
+  EXPECT_EQ(status["powered"], "pass");
+}
+
+// Where the hidden families are in the domain, the fallback families are not drawn.
+TEST(Unverifiable, TheFallbackFamiliesAreDrawnOnlyWhereNeeded) {
+  const Outcome r = kbv_eval({(kExamples / "problems/1_ReLU.py").string(),
+                              (kExamples / "candidates/1_ReLU/cpu_honest.py").string(), "--quiet"},
+                             "no fallback");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const json& f : r.record["correctness"]) EXPECT_NE(f["family"], "rescaled") << f.dump();
+  for (const json& d : r.record["draws"]) EXPECT_NE(d["family"], "powered") << d.dump();
+}
+
 // Under verified the candidate's worker builds the problem's Model to copy its weights, and must
 // not count it in the candidate's footprint: here a cycle keeps it alive past its last reference.
 TEST(Memory, TheReferenceBuiltToCopyStateIsNotInTheCandidatesFootprint) {

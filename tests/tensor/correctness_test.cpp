@@ -176,6 +176,29 @@ TEST(Summarize, CountsDrawsPerFamily) {
   EXPECT_EQ(families[1].skipped, 1);
 }
 
+TEST(Summarize, AFallbackFamilyIsListedOnlyWhereDrawn) {
+  const protocol::Protocol p = protocol::verified();
+  std::vector<protocol::DrawResult> draws(2);
+  draws[0] = {"standard", 0, 1, "pass", "", 1e-6, 1e-4, 0};
+  draws[1] = {"rescaled", 0, 2, "pass", "", 1e-6, 1e-4, 0};
+  std::vector<std::string> names;
+  for (const auto& f : summarize(draws, p)) names.push_back(f.family);
+  EXPECT_EQ(names, (std::vector<std::string>{"standard", "normal", "shifted", "heavy", "sparse", "rescaled"}));
+}
+
+TEST(Prepare, HiddenFamiliesInDomainCountFamiliesNotDraws) {
+  const protocol::Protocol p = protocol::verified();
+  MatmulDraw normal = matmul_draw(Family::normal);
+  normal.reference[0][0][0] = std::nan("");
+  std::vector<ReferenceDraw> draws = {matmul_draw(Family::standard).measured(), normal.measured(),
+                                      matmul_draw(Family::heavy).measured(), matmul_draw(Family::heavy).measured()};
+  EXPECT_EQ(hidden_families_in_domain(draws), 1);  // heavy twice; normal's NaN is out of the domain
+  draws[2].skip_reason = "out of domain: the reference raised under this family";
+  EXPECT_EQ(hidden_families_in_domain(draws), 1);  // one heavy draw is enough
+  draws[3].skip_reason = draws[2].skip_reason;
+  EXPECT_EQ(hidden_families_in_domain(draws), 0);
+}
+
 TEST(Plan, KernelbenchSeedsAreKernelBenchsOwn) {
   // torch.manual_seed(42); [torch.randint(0, 2**32 - 1, (1,)).item() for _ in range(5)]
   // printed by torch 2.11: KernelBench's correctness trial seeds.
@@ -194,7 +217,8 @@ TEST(Plan, VerifiedSeedsAreSecretAndFresh) {
   const protocol::Protocol p = protocol::verified();
   std::mt19937_64 a = make_rng(p), b = make_rng(p);
   const auto first = plan_draws(p, a), second = plan_draws(p, b);
-  ASSERT_EQ(first.size(), 10u);  // 5 families x 2 draws
+  ASSERT_EQ(first.size(), 14u);  // 5 families x 2 draws, then the 2 fallback families' (drawn where needed)
+  EXPECT_EQ(first[10].family, protocol::Family::rescaled);
   EXPECT_NE(first[0].seed, second[0].seed);
   EXPECT_NE(first[2].params, second[2].params);
 }

@@ -18,7 +18,7 @@ nlohmann::json params(Family family, std::uint64_t seed = 7) {
 
 TEST(Families, KeepShapeDtypeAndDevice) {
   const at::Tensor like = at::rand({3, 5, 7}, at::kDouble);
-  for (Family f : {Family::normal, Family::shifted, Family::heavy, Family::sparse}) {
+  for (Family f : {Family::normal, Family::shifted, Family::heavy, Family::sparse, Family::rescaled, Family::powered}) {
     const at::Tensor x = redraw(like, f, params(f), 11);
     EXPECT_EQ(x.sizes(), like.sizes()) << protocol::name(f);
     EXPECT_EQ(x.scalar_type(), at::kDouble) << protocol::name(f);
@@ -66,10 +66,28 @@ TEST(Families, SameSeedSameValuesOtherSeedOtherValues) {
 TEST(Families, ExactZerosOfTheProblemsInputsStayZero) {
   // An upper-triangular input keeps its triangle.
   const at::Tensor like = at::triu(at::rand({64, 64}) + 0.5);
-  for (Family f : {Family::normal, Family::shifted, Family::heavy, Family::sparse}) {
+  for (Family f : {Family::normal, Family::shifted, Family::heavy, Family::sparse, Family::rescaled, Family::powered}) {
     const at::Tensor x = redraw(like, f, params(f), 9);
     EXPECT_TRUE(at::equal(at::tril(x, -1), at::zeros_like(x))) << protocol::name(f);
   }
+}
+
+// The fallback families keep what a domain is made of: each entry's sign, and for powered which
+// side of 1 its magnitude is on; they still move every value.
+TEST(Families, TheFallbackFamiliesKeepSignsAndMoveMagnitudes) {
+  const at::Tensor like = at::randn({4096}, at::kDouble);
+  for (Family f : {Family::rescaled, Family::powered}) {
+    for (std::uint64_t seed : {1, 2, 3}) {
+      const nlohmann::json p = params(f, seed);
+      const at::Tensor x = redraw(like, f, p, seed);
+      EXPECT_TRUE(at::equal(x.sign(), like.sign())) << protocol::name(f);
+      EXPECT_GT((x - like).abs().mean().item<double>(), 0.05 * like.abs().mean().item<double>()) << p.dump();
+      if (f == Family::powered) EXPECT_TRUE(at::equal(x.abs() < 1, like.abs() < 1)) << p.dump();
+    }
+  }
+  const nlohmann::json spread = params(Family::rescaled);
+  const at::Tensor ratio = redraw(like, Family::rescaled, spread, 4) / like;
+  EXPECT_LE(ratio.log().abs().max().item<double>(), spread["spread"].get<double>() + 1e-12);
 }
 
 TEST(Families, NonFloatingInputsAreLeftAlone) {
@@ -81,7 +99,7 @@ TEST(Families, NonFloatingInputsAreLeftAlone) {
 
 TEST(Families, Fp16InputsStayFinite) {
   const at::Tensor like = at::rand({4096}).to(at::kHalf);
-  for (Family f : {Family::normal, Family::shifted, Family::heavy, Family::sparse}) {
+  for (Family f : {Family::normal, Family::shifted, Family::heavy, Family::sparse, Family::rescaled, Family::powered}) {
     EXPECT_TRUE(at::isfinite(redraw(like, f, params(f), 2)).all().item<bool>()) << protocol::name(f);
   }
 }

@@ -36,6 +36,11 @@ struct Family {
 
 }  // namespace
 
+int judged_hidden_families(const std::vector<FamilyFacts>& families) {
+  return static_cast<int>(std::count_if(families.begin() + std::min<size_t>(families.size(), 1), families.end(),
+                                        [](const FamilyFacts& f) { return judged(f.facts); }));
+}
+
 std::vector<AuditFinding> judge_audit(const std::vector<FamilyFacts>& families, const protocol::Protocol& verified,
                                       const protocol::Protocol& kernelbench, double memory_share) {
   std::vector<AuditFinding> out;

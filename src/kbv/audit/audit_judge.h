@@ -28,6 +28,11 @@ struct AuditFinding {
 // Outputs that move less than this share of a relative nudge of the inputs: low_sensitivity.
 constexpr double kLowSensitivity = 0.01;
 
+// Hidden families (all but the first, standard) whose reference ran and gave finite outputs:
+// those the verified protocol judges. Fewer than its min_hidden_families: the fallback families
+// are audited too, as an evaluation would draw them.
+int judged_hidden_families(const std::vector<FamilyFacts>& families);
+
 std::vector<AuditFinding> judge_audit(const std::vector<FamilyFacts>& families, const protocol::Protocol& verified,
                                       const protocol::Protocol& kernelbench, double memory_share);
 

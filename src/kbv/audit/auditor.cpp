@@ -28,8 +28,14 @@ ProblemAudit audit_one(const AuditRequest& request, const store::ProblemInfo& pr
     reference.request({{"cmd", "load"}, {"problem", problem.path}, {"device", request.device}, {"protocol", protocol::to_json(verified)}},
                       Seconds(request.load_timeout_seconds));
     // The plan holds draws_per_family draws of each family in turn: the first of each is audited,
-    // the second is the "other draw" its inputs are swapped with.
+    // the second is the "other draw" its inputs are swapped with. The fallback families come
+    // last, audited only where an evaluation would draw them.
+    const auto& fallback = verified.fallback_families;
     for (size_t i = 0; i + 1 < plan.size(); i += verified.draws_per_family) {
+      if (std::find(fallback.begin(), fallback.end(), plan[i].family) != fallback.end() &&
+          judged_hidden_families(audit.families) >= verified.min_hidden_families) {
+        break;
+      }
       const json facts = reference.request({{"cmd", "audit"}, {"draw", plan[i].to_json()}, {"other", plan[i + 1].to_json()}},
                                            Seconds(request.timeout_seconds))
                              .header.at("facts");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -61,6 +62,20 @@ void prepare(std::vector<ReferenceDraw>& draws, const protocol::Protocol& protoc
   }
 }
 
+int hidden_families_in_domain(const std::vector<ReferenceDraw>& draws) {
+  bool standard_finite = true;
+  for (const ReferenceDraw& d : draws) {
+    if (d.draw.family == protocol::Family::standard && d.skip_reason.empty()) standard_finite = standard_finite && d.all_finite;
+  }
+  std::set<protocol::Family> in_domain;
+  for (const ReferenceDraw& d : draws) {
+    if (d.draw.family != protocol::Family::standard && d.skip_reason.empty() && (d.all_finite || !standard_finite)) {
+      in_domain.insert(d.draw.family);
+    }
+  }
+  return static_cast<int>(in_domain.size());
+}
+
 DrawResult judge(const ReferenceDraw& reference, const std::optional<check::OutputComparison>& comparison,
                  const std::optional<std::string>& bad_output, const protocol::Protocol& protocol) {
   DrawResult result;
@@ -103,7 +118,9 @@ DrawResult judge(const ReferenceDraw& reference, const std::optional<check::Outp
 
 std::vector<FamilyResult> summarize(const std::vector<DrawResult>& draws, const protocol::Protocol& protocol) {
   std::vector<FamilyResult> families;
-  for (protocol::Family family : protocol.families) {
+  std::vector<protocol::Family> all = protocol.families;
+  all.insert(all.end(), protocol.fallback_families.begin(), protocol.fallback_families.end());
+  for (protocol::Family family : all) {
     FamilyResult f;
     f.family = std::string(protocol::name(family));
     f.tolerance = std::numeric_limits<double>::infinity();
@@ -124,6 +141,8 @@ std::vector<FamilyResult> summarize(const std::vector<DrawResult>& draws, const 
         f.reason = d.reason;
       }
     }
+    const bool fallback = std::find(protocol.families.begin(), protocol.families.end(), family) == protocol.families.end();
+    if (fallback && f.draws == 0) continue;  // not drawn: enough of the others were in the domain
     if (f.status.empty()) f.status = f.passed > 0 ? "pass" : "skipped";
     if (f.status == "pass" && f.skipped > 0) f.reason = std::to_string(f.skipped) + " draw(s) skipped: " + f.reason;
     if (!std::isfinite(f.tolerance)) f.tolerance = 0;

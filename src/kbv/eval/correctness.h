@@ -39,6 +39,11 @@ struct ReferenceDraw {
 // (how far the reference moves between two calls on the same inputs).
 void prepare(std::vector<ReferenceDraw>& draws, const protocol::Protocol& protocol, double repeat_error = 0);
 
+// Hidden families (all but `standard`) with a draw in the problem's domain by prepare's rule:
+// the reference neither raised nor gave non-finite values where the standard inputs give finite
+// ones. Fewer than the protocol's min_hidden_families: the fallback families are drawn.
+int hidden_families_in_domain(const std::vector<ReferenceDraw>& draws);
+
 // The tolerance of a draw under the scaled comparison: max(floor, multiplier x baseline error).
 double derive_tolerance(double baseline_error, const protocol::Protocol& protocol);
 

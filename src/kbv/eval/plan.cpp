@@ -28,10 +28,12 @@ std::vector<Draw> plan_draws(const protocol::Protocol& protocol, std::mt19937_64
     }
     return draws;
   }
-  for (protocol::Family family : protocol.families) {
-    for (int i = 0; i < protocol.draws_per_family; ++i) {
-      nlohmann::json params = inputs::draw_parameters(family, rng);
-      draws.push_back({family, i, std::move(params), rng() >> 1});  // < 2^63: torch.manual_seed takes it
+  for (const auto* families : {&protocol.families, &protocol.fallback_families}) {
+    for (protocol::Family family : *families) {
+      for (int i = 0; i < protocol.draws_per_family; ++i) {
+        nlohmann::json params = inputs::draw_parameters(family, rng);
+        draws.push_back({family, i, std::move(params), rng() >> 1});  // < 2^63: torch.manual_seed takes it
+      }
     }
   }
   return draws;

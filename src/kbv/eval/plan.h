@@ -24,7 +24,8 @@ struct Draw {
 // seeded from `fixed_seed` so that KernelBench's runs are reproduced.
 std::mt19937_64 make_rng(const protocol::Protocol& protocol);
 
-// verified: `draws_per_family` draws of each family, parameters and seeds from `rng`.
+// verified: `draws_per_family` draws of each family, then of each fallback family (run only where
+// too few of the others are in the problem's domain), parameters and seeds from `rng`.
 // kernelbench: the trial seeds KernelBench derives (torch.manual_seed(42), then one
 // torch.randint(0, 2**32 - 1) per trial), standard inputs only.
 std::vector<Draw> plan_draws(const protocol::Protocol& protocol, std::mt19937_64& rng);

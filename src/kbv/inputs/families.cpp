@@ -1,5 +1,6 @@
 #include "kbv/inputs/families.h"
 
+#include <cmath>
 #include <stdexcept>
 
 #include <ATen/ATen.h>
@@ -73,6 +74,8 @@ nlohmann::json draw_parameters(Family family, std::mt19937_64& rng) {
     }
     case Family::sparse:
       return {{"density", uniform(rng, 0.02, 0.2)}, {"spike_fraction", 1e-3}};
+    case Family::rescaled: return {{"spread", uniform(rng, 0.5, 1.5)}};
+    case Family::powered: return {{"exponent", std::exp(uniform(rng, std::log(0.25), std::log(4.0)))}};
   }
   throw std::logic_error("unknown family");
 }
@@ -96,6 +99,22 @@ at::Tensor redraw(const at::Tensor& like, Family family, const nlohmann::json& p
     }
     case Family::heavy: values = heavy(shape, options, p, gen); break;
     case Family::sparse: values = sparse(shape, options, p, gen); break;
+    case Family::rescaled: {
+      // Each entry times exp(u), u uniform in [-spread, spread]: magnitudes move by up to e^1.5
+      // either way, signs stay, so a domain the problem's own inputs keep (positive, a simplex's
+      // signs, a product that neither overflows nor vanishes) is kept too.
+      const double s = p.at("spread");
+      values = like.to(draw_type).mul(at::empty(shape, options).uniform_(-s, s, gen).exp_());
+      break;
+    }
+    case Family::powered: {
+      // sign(x) |x|^k: signs stay, and so does which side of 1 each magnitude is on; the values
+      // crowd towards 0 (k > 1) or towards 1 (k < 1). No generator: the problem's own draw, made
+      // under this draw's seed, is what differs between draws.
+      const at::Tensor x = like.to(draw_type);
+      values = x.sign().mul_(x.abs().pow_(p.at("exponent").get<double>()));
+      break;
+    }
     case Family::standard: break;
   }
   values = at::where(like == 0, at::zeros({}, options), values);
@@ -103,7 +122,8 @@ at::Tensor redraw(const at::Tensor& like, Family family, const nlohmann::json& p
 }
 
 Family family_from_name(std::string_view name) {
-  for (Family f : {Family::standard, Family::normal, Family::shifted, Family::heavy, Family::sparse}) {
+  for (Family f : {Family::standard, Family::normal, Family::shifted, Family::heavy, Family::sparse, Family::rescaled,
+                   Family::powered}) {
     if (protocol::name(f) == name) return f;
   }
   throw std::invalid_argument("unknown input family '" + std::string(name) + "'");

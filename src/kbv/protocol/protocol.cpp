@@ -11,6 +11,8 @@ std::string_view name(Family family) {
     case Family::shifted: return "shifted";
     case Family::heavy: return "heavy";
     case Family::sparse: return "sparse";
+    case Family::rescaled: return "rescaled";
+    case Family::powered: return "powered";
   }
   return "?";
 }
@@ -19,6 +21,7 @@ Protocol verified() {
   Protocol p;
   p.name = "verified";
   p.families = {Family::standard, Family::normal, Family::shifted, Family::heavy, Family::sparse};
+  p.fallback_families = {Family::rescaled, Family::powered};
   p.draws_per_family = 2;
   p.secret_seeds = true;
   p.copy_state = true;
@@ -71,11 +74,14 @@ Protocol preset(std::string_view preset_name) {
 nlohmann::json to_json(const Protocol& p) {
   nlohmann::json families = nlohmann::json::array();
   for (Family f : p.families) families.push_back(name(f));
+  nlohmann::json fallback = nlohmann::json::array();
+  for (Family f : p.fallback_families) fallback.push_back(name(f));
   auto tf32 = [](const Tf32& t) { return nlohmann::json{{"cublas", t.cublas}, {"cudnn", t.cudnn}}; };
   const Timing& t = p.timing;
   return {
       {"name", p.name},
       {"families", families},
+      {"fallback_families", fallback},
       {"draws_per_family", p.draws_per_family},
       {"secret_seeds", p.secret_seeds},
       {"fixed_seed", p.fixed_seed},

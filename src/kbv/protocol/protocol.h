@@ -11,8 +11,10 @@
 
 namespace kbv::protocol {
 
-// Input families (PROTOCOL.md, "Correctness" 2). `standard` is the problem's own get_inputs().
-enum class Family { standard, normal, shifted, heavy, sparse };
+// Input families (PROTOCOL.md, "Correctness" 2). `standard` is the problem's own get_inputs();
+// `rescaled` and `powered` reshape its values, signs and zeros kept: the fallback for problems
+// whose domain the others leave.
+enum class Family { standard, normal, shifted, heavy, sparse, rescaled, powered };
 std::string_view name(Family family);
 
 // TF32 switches for cuBLAS and cuDNN (torch's legacy flags, set and read back around each use).
@@ -66,6 +68,8 @@ struct Detection {
 struct Protocol {
   std::string name;
   std::vector<Family> families;
+  // Checked only where fewer than min_hidden_families of `families` are in the problem's domain.
+  std::vector<Family> fallback_families;
   int draws_per_family = 2;
   bool secret_seeds = true;            // false: seeds derived from fixed_seed, as KernelBench does
   std::uint64_t fixed_seed = 42;

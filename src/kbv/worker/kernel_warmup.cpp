@@ -39,9 +39,11 @@ void warm_kernels(const c10::Device& device, const nlohmann::json& protocol) {
   const at::Tensor x = at::rand({kElements}, options);
   (void)at::randn({kElements}, options);
   std::uint64_t seed = 1;
-  for (const auto& name : protocol.at("families")) {
-    const protocol::Family family = inputs::family_from_name(name.get<std::string>());
-    for (const nlohmann::json& p : parameter_sets(family)) (void)inputs::redraw(x, family, p, seed++);
+  for (const char* list : {"families", "fallback_families"}) {
+    for (const auto& name : protocol.at(list)) {
+      const protocol::Family family = inputs::family_from_name(name.get<std::string>());
+      for (const nlohmann::json& p : parameter_sets(family)) (void)inputs::redraw(x, family, p, seed++);
+    }
   }
   pybind11::list inputs;
   inputs.append(pybind11::cast(x));
