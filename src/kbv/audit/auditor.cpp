@@ -31,10 +31,11 @@ ProblemAudit audit_one(const AuditRequest& request, const store::ProblemInfo& pr
     // the second is the "other draw" its inputs are swapped with. The fallback families come
     // last, audited only where an evaluation would draw them.
     const auto& fallback = verified.fallback_families;
+    bool auditing_fallbacks = false;  // decided once, on the hidden families alone; then all are audited
     for (size_t i = 0; i + 1 < plan.size(); i += verified.draws_per_family) {
-      if (std::find(fallback.begin(), fallback.end(), plan[i].family) != fallback.end() &&
-          judged_hidden_families(audit.families) >= verified.min_hidden_families) {
-        break;
+      if (std::find(fallback.begin(), fallback.end(), plan[i].family) != fallback.end() && !auditing_fallbacks) {
+        if (judged_hidden_families(audit.families) >= verified.min_hidden_families) break;
+        auditing_fallbacks = true;
       }
       const json facts = reference.request({{"cmd", "audit"}, {"draw", plan[i].to_json()}, {"other", plan[i + 1].to_json()}},
                                            Seconds(request.timeout_seconds))

@@ -71,8 +71,12 @@ std::vector<ReferenceDraw> ReferenceSide::draws(const std::vector<Draw>& plan, d
   repeat_error = 0;
   // The baseline's outputs only set the scaled comparison's tolerance (allclose has a fixed one).
   const bool scaled = config_.protocol.comparison == protocol::Comparison::scaled;
+  bool drawing_fallbacks = false;  // decided once, on the hidden families alone; then all are drawn
   for (const Draw& draw : plan) {
-    if (is_fallback(draw) && hidden_families_in_domain(draws) >= config_.protocol.min_hidden_families) break;
+    if (is_fallback(draw) && !drawing_fallbacks) {
+      if (hidden_families_in_domain(draws) >= config_.protocol.min_hidden_families) break;
+      drawing_fallbacks = true;
+    }
     ReferenceDraw d;
     d.draw = draw;
     const bool first = draws.empty();
