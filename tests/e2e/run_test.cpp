@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <thread>
 
 #include <SQLiteCpp/Database.h>
@@ -111,6 +112,12 @@ TEST_F(RunAndReport, KilledRunResumesWithEveryRecordOnceAndReports) {
   const std::string output = slurp(log);
   EXPECT_NE(output.find(std::to_string(before) + " already in the store"), std::string::npos) << output;
   EXPECT_NE(output.find("unmatched: " + (dir_ / "runs/model-a/notes.py").string()), std::string::npos) << output;
+  // One lane on the CPU: the share of its wall its records spent in device stages, between 0 and 100%.
+  const std::regex busy(R"(GPU busy share by lane \(device stages' seconds / lane wall\): cpu (\d+)% \(([\d.]+) of ([\d.]+) s\))");
+  std::smatch share;
+  ASSERT_TRUE(std::regex_search(output, share, busy)) << output;
+  EXPECT_GT(std::stod(share[2]), 0.0);
+  EXPECT_LE(std::stod(share[2]), std::stod(share[3]));
 
   // 3 matched candidates x 2 protocols, each exactly once.
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM records"), 6);

@@ -120,6 +120,17 @@ int run_command(const RunOptions& o, const std::string& cache_dir, const eval::W
     }
     std::cout << "\n";
   }
+  if (totals.evaluated) {
+    std::cout << "kbv run: GPU busy share by lane (device stages' seconds / lane wall):";
+    for (const auto& [gpu, lane] : totals.lanes) {
+      char text[96];
+      std::snprintf(text, sizeof text, " %s%s %.0f%% (%.1f of %.1f s)", gpu == "cpu" ? "" : "GPU ", gpu.c_str(),
+                    lane.wall_seconds > 0 ? 100 * lane.device_seconds / lane.wall_seconds : 0.0, lane.device_seconds,
+                    lane.wall_seconds);
+      std::cout << text;
+    }
+    std::cout << "\n";
+  }
   return totals.failed ? 1 : 0;
 }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
 
 namespace kbv::protocol {
 namespace {
@@ -127,6 +128,12 @@ json to_json(const Record& r) {
           {"wall_seconds", r.wall_seconds},
           {"stage_seconds", r.stage_seconds},
           {"import_steps_seconds", r.import_steps_seconds}};
+}
+
+bool device_stage(std::string_view stage) {
+  static const std::set<std::string_view> device = {"reference_draws", "reference_trace", "baseline", "floor", "checks",
+                                                     "probe", "timing", "memory", "timed_output_checks"};
+  return device.count(stage) > 0;
 }
 
 double error_from_json(const json& value) {

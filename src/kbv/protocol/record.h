@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -107,6 +108,12 @@ struct PeakComparison {
   bool raises = false;          // more than 1% and more than 1 MiB above the baseline
 };
 std::optional<PeakComparison> compare_peaks(const Record& record);
+
+// Whether a stage's work runs on the device (the reference's draws and trace, the baseline, the
+// floor, checks, probe, timing, memory, the timed outputs' checks) rather than on the host alone
+// (screen, import, workers' start and shutdown, findings): a lane's GPU busy share is the former's
+// seconds over its wall.
+bool device_stage(std::string_view stage);
 
 nlohmann::json to_json(const Record& record);
 

@@ -181,7 +181,7 @@ RunTotals run(const RunRequest& request, store::Store& store) {
     }
   };
   // A lane owns its workers from start to reaping: a worker dies with the thread that started it.
-  const auto lane = [&](const std::string& gpu) {
+  const auto lane_work = [&](const std::string& gpu, RunTotals::Lane& mine) {
     eval::WorkerLaunch launch = request.launch;
     if (request.device == "cuda") launch.environment.emplace_back("CUDA_VISIBLE_DEVICES", gpu);
     for (;;) {
@@ -262,6 +262,7 @@ RunTotals run(const RunRequest& request, store::Store& store) {
             ++totals.verdicts[record.value("verdict", std::string("?"))];
             for (const auto& [stage, stage_seconds] : record["stage_seconds"].items()) {
               totals.stage_seconds[stage] += stage_seconds.get<double>();
+              if (protocol::device_stage(stage)) mine.device_seconds += stage_seconds.get<double>();
             }
           } else {
             ++totals.failed;
@@ -274,6 +275,14 @@ RunTotals run(const RunRequest& request, store::Store& store) {
         }
       }
     }
+  };
+  const auto lane = [&](const std::string& gpu) {
+    RunTotals::Lane mine;
+    const auto begun = Clock::now();
+    lane_work(gpu, mine);
+    mine.wall_seconds = std::chrono::duration<double>(Clock::now() - begun).count();
+    std::lock_guard lock(mutex);
+    totals.lanes[gpu.empty() ? "cpu" : gpu] = mine;
   };
   std::vector<std::thread> lanes;
   if (request.device == "cuda") {

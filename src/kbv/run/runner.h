@@ -36,6 +36,12 @@ struct RunTotals {
   size_t audited = 0, uncured = 0;  // problems audited now, and those with a defect verified does not cure
   std::map<std::string, size_t> verdicts;
   std::map<std::string, double> stage_seconds;  // summed over the records written now
+  // Per lane (its GPU; "cpu" on the CPU): its wall from start to end, and the seconds of its
+  // records' device stages (protocol::device_stage) in it: the lane's GPU busy share.
+  struct Lane {
+    double wall_seconds = 0, device_seconds = 0;
+  };
+  std::map<std::string, Lane> lanes;
   double build_seconds = 0, evaluate_seconds = 0, wall_seconds = 0;
 };
 
