@@ -8,22 +8,11 @@
 #include <sstream>
 #include <thread>
 
+#include "kbv/cli/list_option.h"
 #include "kbv/run/discovery.h"
 #include "kbv/run/runner.h"
 
 namespace kbv::cli {
-namespace {
-
-std::vector<std::string> split(const std::string& list) {
-  std::vector<std::string> items;
-  std::stringstream in(list);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (!item.empty()) items.push_back(item);
-  }
-  return items;
-}
-
-}  // namespace
 
 CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
   CLI::App* cmd = app.add_subcommand("run", "Evaluate many candidates into a SQLite store (resumes where it stopped)");
@@ -59,14 +48,14 @@ int run_command(const RunOptions& o, const std::string& cache_dir, const eval::W
     return 2;
   }
   run::RunRequest request;
-  request.protocols = split(o.protocols);
+  request.protocols = split_list(o.protocols);
   for (const std::string& p : request.protocols) {
     if (p != "verified" && p != "kernelbench") {
       std::cerr << "kbv run: --protocols: " << p << " is not verified or kernelbench\n";
       return 2;
     }
   }
-  request.gpus = split(o.gpus);
+  request.gpus = split_list(o.gpus);
   if (request.protocols.empty() || request.gpus.empty()) {
     std::cerr << "kbv run: --protocols and --gpus need at least one entry\n";
     return 2;

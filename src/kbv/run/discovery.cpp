@@ -28,24 +28,6 @@ std::optional<int> level_of(const fs::path& folder) {
   return std::nullopt;
 }
 
-// The problem's identity from its path: the level of a `level{L}` folder, the id and name of a
-// `{id}_{Name}.py` file (KernelBench's), else the file's stem as its name.
-store::ProblemInfo problem_info(const fs::path& path) {
-  store::ProblemInfo info;
-  info.path = fs::absolute(path).lexically_normal().string();
-  info.level = level_of(path.parent_path());
-  std::smatch m;
-  const std::string name = path.filename().string();
-  if (std::regex_match(name, m, kProblemFile)) {
-    info.number = std::stoi(m[1]);
-    info.name = m[2];
-  } else {
-    info.name = path.stem().string();
-  }
-  info.content_key = file_content_key(info.path);
-  return info;
-}
-
 // A folder's `.py` files are problems but for a package's `__init__.py` and private modules (`_x.py`).
 bool problem_file(const fs::path& path) { return path.extension() == ".py" && !path.filename().string().starts_with("_"); }
 
@@ -94,6 +76,23 @@ std::vector<std::string> split_csv(const std::string& line, char separator) {
 }
 
 }  // namespace
+
+store::ProblemInfo problem_info(const std::string& file) {
+  const fs::path path = file;
+  store::ProblemInfo info;
+  info.path = fs::absolute(path).lexically_normal().string();
+  info.level = level_of(path.parent_path());
+  std::smatch m;
+  const std::string name = path.filename().string();
+  if (std::regex_match(name, m, kProblemFile)) {
+    info.number = std::stoi(m[1]);
+    info.name = m[2];
+  } else {
+    info.name = path.stem().string();
+  }
+  info.content_key = file_content_key(info.path);
+  return info;
+}
 
 std::vector<store::ProblemInfo> find_problems(const std::string& problems) {
   if (fs::is_regular_file(problems)) {

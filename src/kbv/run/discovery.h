@@ -34,6 +34,11 @@ struct Discovery {
   std::vector<Unmatched> unmatched;
 };
 
+// A problem file's identity from its path: the level of a `level{L}` folder, the id and name of a
+// `{id}_{Name}.py` file (KernelBench's), else the file's stem as its name. Throws
+// std::runtime_error when it cannot be read.
+store::ProblemInfo problem_info(const std::string& path);
+
 // `problems` itself when it is a `.py` file, else every `.py` file under that folder (a KernelBench
 // checkout's KernelBench/ folder, one level's folder, a problem set of one's own) but `__init__.py`
 // and private modules (`_x.py`). KernelBench's names (`level{L}/{id}_{Name}.py`) give the level and
