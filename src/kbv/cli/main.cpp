@@ -15,6 +15,7 @@
 
 #include "kbv/cli/audit_command.h"
 #include "kbv/cli/run_command.h"
+#include "kbv/cli/serve_command.h"
 #include "kbv/common/cache_dir.h"
 #include "kbv/eval/compile.h"
 #include "kbv/eval/evaluation.h"
@@ -207,6 +208,11 @@ int main(int argc, char** argv) {
   add_zygote_option(run_cmd, zygote);
   add_sandbox_options(run_cmd, sandbox_options);
 
+  kbv::cli::ServeOptions serve;
+  CLI::App* serve_cmd = kbv::cli::add_serve_command(app, serve);
+  add_zygote_option(serve_cmd, zygote);
+  add_sandbox_options(serve_cmd, sandbox_options);
+
   kbv::report::ReportOptions report;
   report.out_dir = "report";
   CLI::App* report_cmd = app.add_subcommand("report", "Write report.html, report.md and summary.json from a kbv run store");
@@ -240,6 +246,7 @@ int main(int argc, char** argv) {
       launch.hidden = {run.db, run.db + "-wal", run.db + "-shm", run.db + "-journal"};
       return kbv::cli::run_command(run, kbv::cache_dir(), launch);
     }
+    if (*serve_cmd) return kbv::cli::serve_command(serve, kbv::cache_dir(), worker_launch(zygote, &sandbox_options));
     if (*report_cmd) return kbv::report::run_report(report);
     if (*audit_cmd) return kbv::cli::audit_command(audit, worker_launch(zygote, nullptr));
     if (*worker_cmd) {

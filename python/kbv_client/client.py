@@ -1,0 +1,96 @@
+"""A client of kbv serve's HTTP/JSON API, standard library only."""
+
+import json
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+from kbv_client.errors import BadRequest, Busy, EvaluationFailed, KbvError, Unavailable
+
+_FIELDS = ("problem", "problem_source", "problem_name", "level", "candidate_source", "protocol", "run", "sample")
+
+
+class Client:
+    """One kbv serve at `url` (e.g. "http://127.0.0.1:8470").
+
+    A busy answer (503) is retried after its Retry-After, up to `busy_retries` times over at most
+    `busy_patience` seconds; `timeout` bounds one evaluation's wait (an evaluation of a large problem
+    that builds its kernel takes minutes).
+    """
+
+    def __init__(self, url, timeout=3600.0, busy_retries=1000, busy_patience=3600.0):
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        self.busy_retries = busy_retries
+        self.busy_patience = busy_patience
+
+    def health(self):
+        return self._call("GET", "/health")
+
+    def metrics(self):
+        return self._call("GET", "/metrics")
+
+    def evaluate(self, candidate_source, problem=None, problem_source=None, **fields):
+        """The answer of one evaluation: {"id", "record", "stored", "queued_seconds", "evaluation_seconds"}.
+
+        Give the problem as `problem` (a file on the serving machine) or `problem_source` (its text,
+        optionally with `problem_name` and `level`); `protocol`, `run`, `sample` as docs/serve.md has them.
+        """
+        request = dict(fields, candidate_source=candidate_source)
+        if problem is not None:
+            request["problem"] = str(problem)
+        if problem_source is not None:
+            request["problem_source"] = problem_source
+        unknown = set(request) - set(_FIELDS)
+        if unknown:
+            raise BadRequest("unknown field(s): " + ", ".join(sorted(unknown)))
+        waited_since = time.monotonic()
+        for attempt in range(self.busy_retries + 1):
+            try:
+                return self._call("POST", "/evaluate", request)
+            except Busy as busy:
+                pause = float(busy.answer.get("retry_after", 1.0))
+                if attempt == self.busy_retries or time.monotonic() - waited_since + pause > self.busy_patience:
+                    raise
+                time.sleep(pause)
+        raise AssertionError("unreachable")
+
+    def evaluate_many(self, requests, concurrency=8):
+        """Evaluates each dict of `requests` (evaluate's arguments) with `concurrency` at a time.
+
+        Returns one entry per request, in order: its answer, or the KbvError it ended in.
+        """
+
+        def one(request):
+            try:
+                return self.evaluate(**request)
+            except KbvError as error:
+                return error
+
+        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+            return list(pool.map(one, requests))
+
+    def _call(self, method, path, body=None):
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            try:
+                answer = json.loads(error.read())
+            except ValueError:
+                answer = {}
+            message = answer.get("error", "HTTP %d" % error.code)
+            if error.code == 503:
+                answer["retry_after"] = float(error.headers.get("Retry-After", "1"))
+                raise Busy(message, error.code, answer) from None
+            if error.code == 500 and "id" in answer:
+                raise EvaluationFailed(message, error.code, answer) from None
+            if 400 <= error.code < 500:
+                raise BadRequest(message, error.code, answer) from None
+            raise KbvError(message, error.code, answer) from None
+        except (urllib.error.URLError, ConnectionError, TimeoutError) as error:
+            raise Unavailable("kbv serve at %s: %s" % (self.url, getattr(error, "reason", error))) from None

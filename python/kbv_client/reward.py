@@ -1,0 +1,49 @@
+"""A record as the scalar an RL trainer wants (docs/serve.md, "Python client and reward").
+
+pass:           correct + speed_weight * ln(speedup), the speedup over the protocol's baseline
+                clipped to [1/max_speedup, max_speedup]: twice as fast adds as much as twice as
+                slow takes away
+incorrect:      incorrect
+hack:           hack (a cheat caught: below any honest failure by default)
+compile_error, runtime_error, timeout, crash:  failed
+unverifiable:   unverifiable (None by default: the problem checks no candidate, so the sample
+                carries no signal and is best dropped)
+"""
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+_FAILED = ("compile_error", "runtime_error", "timeout", "crash")
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    correct: float = 1.0
+    speed_weight: float = 1.0
+    max_speedup: float = 10.0
+    incorrect: float = 0.0
+    hack: float = -1.0
+    failed: float = 0.0
+    unverifiable: Optional[float] = None
+
+
+def reward(answer, config=RewardConfig()):
+    """The reward of kbv serve's answer (or of its `record`, or of a `kbv eval --json` record)."""
+    record = answer.get("record", answer)
+    verdict = record.get("verdict")
+    if verdict == "pass":
+        speedup = record.get("timing", {}).get("speedup")
+        if speedup is None or not speedup > 0:
+            return config.correct
+        clipped = min(max(speedup, 1.0 / config.max_speedup), config.max_speedup)
+        return config.correct + config.speed_weight * math.log(clipped)
+    if verdict == "incorrect":
+        return config.incorrect
+    if verdict == "hack":
+        return config.hack
+    if verdict in _FAILED:
+        return config.failed
+    if verdict == "unverifiable":
+        return config.unverifiable
+    raise ValueError("not a kbv record: verdict %r" % (verdict,))

@@ -1,0 +1,30 @@
+// kbv serve's routes (docs/serve.md): POST /evaluate (a record, or 400 for a request that cannot
+// be evaluated as sent, 503 when busy, 500 when the evaluation could not be carried out),
+// GET /health, GET /metrics.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "kbv/serve/http_server.h"
+#include "kbv/serve/service.h"
+
+namespace kbv::serve {
+
+class Api {
+ public:
+  // `files_dir`: where requests' sources are laid out (submission.h).
+  Api(Service& service, std::string files_dir);
+  HttpResponse operator()(const HttpRequest& request);
+
+ private:
+  HttpResponse evaluate(const std::string& body);
+
+  Service& service_;
+  const std::string files_dir_;
+  const std::string id_prefix_;  // the service's start: ids stay unique across restarts on one store
+  std::atomic<std::uint64_t> next_id_ = 0;
+};
+
+}  // namespace kbv::serve

@@ -1,0 +1,283 @@
+#include "kbv/serve/service.h"
+
+#include <algorithm>
+#include <list>
+#include <optional>
+
+#include "kbv/eval/compile.h"
+#include "kbv/eval/evaluation.h"
+#include "kbv/eval/reference_side.h"
+#include "kbv/protocol/record.h"
+
+namespace kbv::serve {
+
+using nlohmann::json;
+
+struct Service::Job {
+  Submission submission;
+  std::int64_t problem_id = 0, candidate_id = 0;
+  std::promise<Answer> answer;
+  std::promise<void> built_promise;
+  std::shared_future<void> built = built_promise.get_future().share();
+  Clock::time_point queued;
+};
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point from) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
+}
+
+}  // namespace
+
+Service::Service(ServiceConfig config, store::Store& store) : config_(std::move(config)), store_(store) {
+  if (config_.device == "cuda") {
+    for (const std::string& gpu : config_.gpus) lanes_.push_back({gpu, {}, 0, 0});
+    for (int i = 0; i < std::max(1, config_.compile_jobs); ++i) threads_.emplace_back([this] { builder(); });
+  } else {
+    lanes_.push_back({"", {}, 0, 0});
+  }
+  for (Lane& lane : lanes_) threads_.emplace_back([this, &lane] { this->lane(lane); });
+}
+
+Service::~Service() { shutdown(); }
+
+std::string Service::warm_key(const Submission& s) { return s.problem.path + "\n" + s.problem.content_key + "\n" + s.protocol; }
+
+std::future<Answer> Service::submit(const Submission& s) {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_ || queue_.size() + reserved_ >= config_.queue_capacity) {
+      ++refused_;
+      throw Busy(stopping_ ? "kbv serve is stopping"
+                           : "the queue is full (" + std::to_string(config_.queue_capacity) + " requests held); ask again");
+    }
+    ++reserved_;  // the slot is this request's while its rows are written
+  }
+  auto job = std::make_unique<Job>();
+  job->submission = s;
+  try {
+    std::int64_t run = 0;
+    {
+      std::lock_guard lock(mutex_);
+      if (auto known = run_ids_.find(s.run_name); known != run_ids_.end()) run = known->second;
+    }
+    if (!run) {
+      run = store_.run(s.run_name);
+      std::lock_guard lock(mutex_);
+      run_ids_[s.run_name] = run;
+    }
+    job->problem_id = store_.problem(s.problem);
+    job->candidate_id = store_.candidate(run, job->problem_id, s.candidate);
+  } catch (...) {
+    {
+      std::lock_guard lock(mutex_);
+      --reserved_;
+    }
+    work_.notify_all();
+    build_work_.notify_all();
+    throw;
+  }
+  if (config_.device != "cuda") job->built_promise.set_value();  // on the CPU the lane's import builds it
+  std::future<Answer> answer = job->answer.get_future();
+  {
+    std::lock_guard lock(mutex_);
+    --reserved_;
+    job->queued = Clock::now();
+    if (config_.device == "cuda") to_build_.push_back(job.get());
+    queue_.push_back(std::move(job));
+  }
+  work_.notify_all();
+  build_work_.notify_one();
+  return answer;
+}
+
+// Builds each queued candidate's kernels into the extension cache before a lane takes it, at the
+// lowest CPU priority so a lane's timed calls never wait for a core behind a compiler.
+void Service::builder() {
+  for (;;) {
+    Job* job = nullptr;
+    {
+      std::unique_lock lock(mutex_);
+      build_work_.wait(lock, [&] { return !to_build_.empty() || (stopping_ && reserved_ == 0); });
+      if (to_build_.empty()) return;
+      job = to_build_.front();
+      to_build_.pop_front();
+    }
+    eval::CompileRequest compile;
+    compile.candidates = {job->submission.candidate.path};
+    compile.device = config_.device;
+    compile.background = true;
+    compile.timeout_seconds = config_.compile_timeout_seconds;
+    compile.cache_dir = config_.cache_dir;
+    compile.launch = config_.launch;
+    compile.done = [&](const eval::CompileResult& r) { store_.compiled(job->candidate_id, config_.device, r.outcome, r.seconds); };
+    try {
+      eval::compile_candidates(compile);
+    } catch (const std::exception&) {
+      // Not built ahead: the evaluation's import builds it, and a failure there is the candidate's verdict.
+    }
+    job->built_promise.set_value();  // the job may be gone once a lane has it: not touched after this
+  }
+}
+
+void Service::lane(Lane& me) {
+  eval::WorkerLaunch launch = config_.launch;
+  if (config_.device == "cuda") launch.environment.emplace_back("CUDA_VISIBLE_DEVICES", me.gpu);
+  // The lane owns its reference workers (a worker dies with the thread that started it).
+  struct Warm {
+    std::string key;
+    std::unique_ptr<eval::ReferenceSide> side;
+    std::int64_t environment = 0;
+    std::optional<std::int64_t> baseline;
+  };
+  std::list<Warm> warm;  // most recently used first
+  const auto forget = [&](std::list<Warm>::iterator at) {
+    {
+      std::lock_guard lock(mutex_);
+      me.warm.erase(at->key);
+    }
+    warm.erase(at);
+  };
+  for (;;) {
+    std::unique_ptr<Job> job;
+    {
+      std::unique_lock lock(mutex_);
+      work_.wait(lock, [&] { return !queue_.empty() || (stopping_ && reserved_ == 0); });
+      if (queue_.empty()) return;
+      // Built and warm first, then built, then warm, then the oldest.
+      auto best = queue_.begin();
+      int best_score = -1;
+      for (auto it = queue_.begin(); it != queue_.end() && best_score < 3; ++it) {
+        const bool built = (*it)->built.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+        const int score = 2 * built + static_cast<int>(me.warm.count(warm_key((*it)->submission)));
+        if (score > best_score) best = it, best_score = score;
+      }
+      job = std::move(*best);
+      queue_.erase(best);
+      ++running_;
+    }
+    job->built.wait();
+    const Submission& s = job->submission;
+    const auto begun = Clock::now();
+    const std::string key = warm_key(s);
+    auto at = std::find_if(warm.begin(), warm.end(), [&](const Warm& w) { return w.key == key; });
+    try {
+      if (at == warm.end()) {
+        if (!warm.empty() && warm.size() >= config_.warm_problems) forget(std::prev(warm.end()));
+        Warm fresh;
+        fresh.key = key;
+        fresh.side = std::make_unique<eval::ReferenceSide>(eval::ReferenceConfig{
+            s.problem.path, config_.device, protocol::preset(s.protocol), config_.timeout_seconds,
+            config_.compile_timeout_seconds, launch});
+        json facts = fresh.side->versions();
+        facts["device"] = config_.device;
+        fresh.environment = store_.environment(facts);
+        warm.push_front(std::move(fresh));
+        std::lock_guard lock(mutex_);
+        me.warm.insert(key);
+      } else {
+        warm.splice(warm.begin(), warm, at);
+      }
+      Warm& side = warm.front();
+      eval::EvalRequest request;
+      request.problem = s.problem.path;
+      request.candidate = s.candidate.path;
+      request.device = config_.device;
+      request.protocol = protocol::preset(s.protocol);
+      request.timeout_seconds = config_.timeout_seconds;
+      request.compile_timeout_seconds = config_.compile_timeout_seconds;
+      request.cache_dir = config_.cache_dir;
+      request.launch = launch;
+      Answer answer;
+      answer.record = protocol::to_json(eval::evaluate(request, *side.side));
+      if (!side.baseline && side.side->baseline_measured()) {
+        const json& memory = answer.record["memory"];
+        side.baseline = store_.baseline(job->problem_id, s.protocol, config_.device, side.environment,
+                                        answer.record["timing"]["baseline"],
+                                        memory.contains("baseline_peak_bytes")
+                                            ? std::optional<std::int64_t>(memory["baseline_peak_bytes"].get<std::int64_t>())
+                                            : std::nullopt);
+      }
+      answer.stored = store_.add_record(job->candidate_id, s.protocol, config_.device, side.baseline, side.environment,
+                                        answer.record);
+      answer.queued_seconds = std::chrono::duration<double>(begun - job->queued).count();
+      answer.evaluation_seconds = seconds_since(begun);
+      finish(me, &answer.record);
+      job->answer.set_value(std::move(answer));
+    } catch (const std::exception& error) {  // the problem or the evaluator failed: no record
+      const std::string message = error.what();
+      try {
+        store_.failure(job->candidate_id, s.protocol, config_.device, message);
+      } catch (const std::exception&) {
+        // The answer below still says what failed.
+      }
+      // A failed reference worker serves no one; the next request of its problem starts another.
+      at = std::find_if(warm.begin(), warm.end(), [&](const Warm& w) { return w.key == key; });
+      if (at != warm.end()) forget(at);
+      finish(me, nullptr);
+      job->answer.set_exception(std::make_exception_ptr(eval::EvalError(message)));
+    }
+  }
+}
+
+void Service::finish(Lane& me, const json* record) {
+  std::lock_guard lock(mutex_);
+  --running_;
+  const auto now = Clock::now();
+  finished_at_.push_back(now);
+  while (!finished_at_.empty() && now - finished_at_.front() > std::chrono::minutes(1)) finished_at_.pop_front();
+  if (!record) {
+    ++failed_;
+    return;
+  }
+  ++done_;
+  ++me.evaluations;
+  for (const auto& [stage, seconds] : record->at("stage_seconds").items()) {
+    stage_seconds_[stage] += seconds.get<double>();
+    if (protocol::device_stage(stage)) me.device_seconds += seconds.get<double>();
+  }
+}
+
+json Service::metrics() const {
+  std::lock_guard lock(mutex_);
+  const double uptime = seconds_since(started_);
+  const auto now = Clock::now();
+  const auto last_minute = std::count_if(finished_at_.begin(), finished_at_.end(),
+                                         [&](Clock::time_point t) { return now - t <= std::chrono::minutes(1); });
+  json lanes = json::array();
+  for (const Lane& lane : lanes_) {
+    lanes.push_back({{"gpu", lane.gpu.empty() ? "cpu" : lane.gpu},
+                     {"evaluations", lane.evaluations},
+                     {"device_seconds", lane.device_seconds},
+                     {"busy_share", uptime > 0 ? lane.device_seconds / uptime : 0.0},
+                     {"warm_problems", lane.warm.size()}});
+  }
+  return {{"device", config_.device},
+          {"uptime_seconds", uptime},
+          {"queue", {{"depth", queue_.size() + reserved_}, {"capacity", config_.queue_capacity}, {"evaluating", running_}}},
+          {"evaluations", {{"done", done_}, {"failed", failed_}, {"refused_busy", refused_}, {"last_minute", last_minute}}},
+          {"lanes", lanes},
+          {"stage_seconds", stage_seconds_},
+          {"stopping", stopping_}};
+}
+
+bool Service::stopping() const {
+  std::lock_guard lock(mutex_);
+  return stopping_;
+}
+
+void Service::shutdown() {
+  std::lock_guard guard(shutdown_mutex_);
+  if (joined_) return;
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  work_.notify_all();
+  build_work_.notify_all();
+  for (std::thread& t : threads_) t.join();
+  joined_ = true;
+}
+
+}  // namespace kbv::serve

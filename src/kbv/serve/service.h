@@ -1,0 +1,107 @@
+// kbv serve's evaluator: a bounded queue in front of one lane per GPU (one on the CPU). Each lane
+// keeps the reference sides of its latest problems warm (their workers started, their baselines
+// timed once) and takes first the queued requests for a problem it has warm; on the GPU each
+// candidate is built ahead on the CPU cores while it waits. Every evaluation is kbv eval's,
+// sandbox and verdicts alike, and its record goes to the store as kbv run writes it.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kbv/eval/worker_client.h"
+#include "kbv/serve/submission.h"
+#include "kbv/store/store.h"
+
+namespace kbv::serve {
+
+struct ServiceConfig {
+  std::string device = "cpu";
+  std::vector<std::string> gpus = {"0"};  // cuda: one lane per entry, each seeing only that GPU
+  std::size_t queue_capacity = 64;        // requests held, waiting or building, beyond those evaluated now
+  std::size_t warm_problems = 4;          // reference sides a lane keeps, least recently used dropped
+  int compile_jobs = 1;                   // cuda: candidates built at a time, ahead of the lanes
+  double timeout_seconds = 120, compile_timeout_seconds = 1800;
+  std::string cache_dir;
+  eval::WorkerLaunch launch;
+};
+
+// The service holds as many requests as it may (`queue_capacity`), or it is stopping: ask again
+// later. Answered 503 with Retry-After.
+struct Busy : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// What a request gets back: the record (kbv eval --json's) and where its time went.
+struct Answer {
+  nlohmann::json record;
+  double queued_seconds = 0, evaluation_seconds = 0;
+  bool stored = false;  // false only when the store already held a record for its candidate
+};
+
+class Service {
+ public:
+  Service(ServiceConfig config, store::Store& store);
+  ~Service();  // shutdown()
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  // Queues the evaluation. The future throws eval::EvalError when it cannot be carried out (the
+  // problem or the evaluator failed; stored as a failure). Throws Busy.
+  std::future<Answer> submit(const Submission& submission);
+
+  // Queue depth, evaluations (done, failed, refused, per minute), each lane's GPU busy share
+  // (device stages' seconds over the service's uptime) and warm problems, stage seconds.
+  nlohmann::json metrics() const;
+  bool stopping() const;
+
+  // Takes no more requests and finishes every one it holds; returns when the lanes are done.
+  void shutdown();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Job;
+  struct Lane {
+    std::string gpu;  // empty on the CPU
+    std::set<std::string> warm;  // warm_key()s of its reference sides
+    std::size_t evaluations = 0;
+    double device_seconds = 0;
+  };
+  static std::string warm_key(const Submission& s);
+  void lane(Lane& me);
+  void builder();
+  void finish(Lane& me, const nlohmann::json* record);  // record: null when the evaluation failed
+
+  const ServiceConfig config_;
+  store::Store& store_;
+  const Clock::time_point started_ = Clock::now();
+
+  mutable std::mutex mutex_;  // everything below
+  std::condition_variable work_, build_work_;
+  std::deque<std::unique_ptr<Job>> queue_;  // waiting for a lane, in arrival order
+  std::deque<Job*> to_build_;               // queued jobs whose candidate is not built yet
+  std::size_t reserved_ = 0, running_ = 0;  // accepted and not yet queued; being evaluated
+  bool stopping_ = false;
+  std::map<std::string, std::int64_t> run_ids_;
+  std::size_t done_ = 0, failed_ = 0, refused_ = 0;
+  std::deque<Clock::time_point> finished_at_;  // the last minute's completions
+  std::map<std::string, double> stage_seconds_;
+  std::deque<Lane> lanes_;  // stable addresses: each thread holds its own
+  std::vector<std::thread> threads_;
+  std::mutex shutdown_mutex_;
+  bool joined_ = false;
+};
+
+}  // namespace kbv::serve

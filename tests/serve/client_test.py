@@ -1,0 +1,115 @@
+"""kbv_client (python/) against the real kbv serve on loopback: concurrent evaluations through a
+queue too small for them (busy answers retried), typed errors, and the reward mapping."""
+
+import math
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import tempfile
+import time
+import unittest
+from pathlib import Path
+
+from kbv_client import BadRequest, Client, RewardConfig, Unavailable, reward
+
+BINARY = os.environ["KBV_BINARY"]
+EXAMPLES = Path(os.environ["KBV_EXAMPLES_DIR"])
+PROBLEM = EXAMPLES / "problems/1_ReLU.py"
+HONEST = (EXAMPLES / "candidates/1_ReLU/cpu_honest.py").read_text()
+IDENTITY = (EXAMPLES / "candidates/1_ReLU/cpu_identity.py").read_text()
+
+
+class ServedTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.TemporaryDirectory()
+        cls.db = Path(cls.dir.name) / "serve.sqlite"
+        cls.log = open(Path(cls.dir.name) / "serve.log", "w+")
+        cls.serve = subprocess.Popen([BINARY, "serve", "--port", "0", "--queue", "1", "--db", str(cls.db)],
+                                     stdout=cls.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            cls.log.seek(0)
+            found = re.search(r"listening on (http://127\.0\.0\.1:\d+)", cls.log.read())
+            if found:
+                cls.client = Client(found.group(1))
+                return
+            time.sleep(0.1)
+        cls.serve.kill()
+        raise RuntimeError("kbv serve did not start")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.serve.send_signal(signal.SIGTERM)
+        cls.serve.wait(timeout=300)
+        cls.log.close()
+        cls.dir.cleanup()
+
+    def test_concurrent_clients_through_a_full_queue_each_get_their_record(self):
+        requests = [dict(problem=PROBLEM, candidate_source=HONEST, run="step-1", sample=i) for i in range(6)]
+        requests += [dict(problem=PROBLEM, candidate_source=IDENTITY, run="step-1", sample=6),
+                     dict(problem_source=PROBLEM.read_text(), problem_name="1_ReLU.py", level=1,
+                          candidate_source=HONEST, run="step-1", sample=7)]
+        answers = self.client.evaluate_many(requests, concurrency=8)
+        for i, answer in enumerate(answers):
+            self.assertIsInstance(answer, dict, answer)
+            verdict = answer["record"]["verdict"]
+            self.assertEqual(verdict, "incorrect" if i == 6 else "pass", answer["record"].get("verdict_reason"))
+        # One lane, one request held: the others were answered busy and sent again.
+        metrics = self.client.metrics()
+        self.assertGreater(metrics["evaluations"]["refused_busy"], 0)
+        with sqlite3.connect(self.db) as store:
+            samples = store.execute("SELECT c.sample FROM records r JOIN candidates c ON c.id = r.candidate_id "
+                                    "JOIN runs n ON n.id = c.run_id WHERE n.name = 'step-1'").fetchall()
+        self.assertEqual(sorted(s for (s,) in samples), list(range(8)))
+        # The rewards: a pass is worth about 1 (its speedup's log added), the identity "ReLU" 0.
+        self.assertEqual(reward(answers[6]), 0.0)
+        for answer in answers[:6]:
+            speedup = answer["record"]["timing"]["speedup"]
+            self.assertAlmostEqual(reward(answer), 1.0 + math.log(min(max(speedup, 0.1), 10.0)))
+
+    def test_a_request_that_cannot_be_evaluated_is_a_bad_request(self):
+        with self.assertRaises(BadRequest) as raised:
+            self.client.evaluate(HONEST, problem="/nonexistent/1_ReLU.py")
+        self.assertEqual(raised.exception.status, 400)
+        self.assertIn("no problem file", str(raised.exception))
+        with self.assertRaises(BadRequest):
+            self.client.evaluate(HONEST, problem=PROBLEM, protocol="fast")
+
+    def test_health(self):
+        self.assertEqual(self.client.health()["status"], "ok")
+
+
+class UnreachableTest(unittest.TestCase):
+    def test_no_service_is_unavailable(self):
+        with self.assertRaises(Unavailable):
+            Client("http://127.0.0.1:9", timeout=5).health()
+
+
+class RewardTest(unittest.TestCase):
+    def record(self, verdict, speedup=None):
+        record = {"verdict": verdict}
+        if speedup is not None:
+            record["timing"] = {"speedup": speedup}
+        return {"record": record}
+
+    def test_the_mapping(self):
+        self.assertAlmostEqual(reward(self.record("pass", 2.0)), 1.0 + math.log(2.0))
+        self.assertAlmostEqual(reward(self.record("pass", 0.5)), 1.0 - math.log(2.0))
+        self.assertAlmostEqual(reward(self.record("pass", 1000.0)), 1.0 + math.log(10.0))  # clipped
+        self.assertEqual(reward(self.record("hack")), -1.0)
+        self.assertEqual(reward(self.record("crash")), 0.0)
+        self.assertIsNone(reward(self.record("unverifiable")))
+        config = RewardConfig(correct=0.0, speed_weight=2.0, hack=-5.0, unverifiable=0.0)
+        self.assertAlmostEqual(reward(self.record("pass", 4.0), config), 2.0 * math.log(4.0))
+        self.assertEqual(reward(self.record("hack"), config), -5.0)
+        self.assertEqual(reward(self.record("unverifiable"), config), 0.0)
+        self.assertAlmostEqual(reward({"verdict": "pass", "timing": {"speedup": 2.0}}), 1.0 + math.log(2.0))  # a bare record
+        with self.assertRaises(ValueError):
+            reward({"verdict": "maybe"})
+
+
+if __name__ == "__main__":
+    unittest.main()
