@@ -32,7 +32,9 @@ class Client:
         return self._call("GET", "/metrics")
 
     def evaluate(self, candidate_source, problem=None, problem_source=None, **fields):
-        """The answer of one evaluation: {"id", "record", "stored", "queued_seconds", "evaluation_seconds"}.
+        """The answer of one evaluation: {"id", "record", "stored", "queued_seconds", "evaluation_seconds"}
+        and, from this client, "attempts" (busy answers retried, plus one) and "client_seconds" (the
+        answered attempt's round trip).
 
         Give the problem as `problem` (a file on the serving machine) or `problem_source` (its text,
         optionally with `problem_name` and `level`); `protocol`, `run`, `sample` as docs/serve.md has them.
@@ -48,7 +50,11 @@ class Client:
         waited_since = time.monotonic()
         for attempt in range(self.busy_retries + 1):
             try:
-                return self._call("POST", "/evaluate", request)
+                sent = time.monotonic()
+                answer = self._call("POST", "/evaluate", request)
+                answer["attempts"] = attempt + 1
+                answer["client_seconds"] = time.monotonic() - sent  # the answered attempt's round trip
+                return answer
             except Busy as busy:
                 pause = float(busy.answer.get("retry_after", 1.0))
                 if attempt == self.busy_retries or time.monotonic() - waited_since + pause > self.busy_patience:
