@@ -125,6 +125,8 @@ TEST_F(RunAndReport, KilledRunResumesWithEveryRecordOnceAndReports) {
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM candidates"), 3);
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM unmatched"), 2);
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM failures"), 0);
+  // The lanes' use is kept by the invocation that finished (the killed one wrote none).
+  EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM sessions WHERE command = 'run' AND lanes LIKE '[{\"device_seconds\"%'"), 1);
   // Each problem audited once: ReLU is the identity on its own inputs, which verified cures.
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM audits"), 2);
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM audits a JOIN problems p ON p.id = a.problem_id WHERE p.name = 'ReLU' "
@@ -155,6 +157,7 @@ TEST_F(RunAndReport, KilledRunResumesWithEveryRecordOnceAndReports) {
   EXPECT_NE(markdown.find("distribution_specific"), std::string::npos);
   EXPECT_NE(markdown.find("level_1_problem_42_sample_0_kernel.py"), std::string::npos);  // unmatched, listed
   EXPECT_NE(markdown.find("Problem audit"), std::string::npos);
+  EXPECT_NE(markdown.find("| run | cpu | cpu |"), std::string::npos) << "the CPU lane's busy share";
   EXPECT_NO_THROW(json::parse(slurp(out / "summary.json")));
   // ReLU's defect is cured, SumReduction is clean: excluding uncured problems leaves everything.
   ASSERT_EQ(finish(start({"report", "--db", db_.string(), "--out", (dir_ / "excluded").string(), "--exclude-uncured"},

@@ -107,6 +107,14 @@ std::filesystem::path write_sample_store(const std::filesystem::path& dir) {
   // Audited on another device only: not audited for its cuda record.
   store.add_audit(custom, "k4", "cpu", json::array({audit_finding("stochastic_reference", false)}), "");
   add(store, store.candidate(c, custom, {"/s/c/thing.py", std::nullopt, "c1"}), "verified", {"timeout", {}, {}, {}, {}});
+
+  // The invocations that wrote them: a kbv run over model-a and model-c on two GPUs, a kbv serve
+  // for model-a; none for model-b.
+  store.session("run", "cuda", {a, c}, 100.0,
+                json::array({{{"lane", "0"}, {"wall_seconds", 100.0}, {"device_seconds", 80.0}, {"evaluations", 10}},
+                             {{"lane", "1"}, {"wall_seconds", 90.0}, {"device_seconds", 45.0}, {"evaluations", 5}}}));
+  store.session("serve", "cuda", {a}, 50.0,
+                json::array({{{"lane", "0"}, {"wall_seconds", 50.0}, {"device_seconds", 10.0}, {"evaluations", 2}}}));
   return path;
 }
 

@@ -13,7 +13,8 @@ std::filesystem::path fresh_dir(const std::string& name);
 // Three runs: model-a (level 1 and 2 problems, verified and kernelbench records; audits with a
 // cured finding, an uncured one and none), model-b (one candidate file whose evaluation failed,
 // and one unmatched file) and model-c (one problem outside any level, never audited on its
-// device, a single timeout).
+// device, a single timeout); the lanes of a kbv run over model-a and model-c (two GPUs, busy 80%
+// and 50%) and of a kbv serve for model-a (20%).
 std::filesystem::path write_sample_store(const std::filesystem::path& dir);
 
 // One run whose only records fail, on a problem that could not be audited: nothing to plot but

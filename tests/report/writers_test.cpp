@@ -97,6 +97,15 @@ TEST(Writers, SummaryJsonHoldsTheAggregatesUnderStableKeys) {
                                         {"error", nullptr},
                                         {"candidates", 2}}));
   EXPECT_EQ(summary["runs"][2]["problem_audit"]["not_audited"], 1);
+  // The lanes: model-a written by a kbv run on two GPUs and a kbv serve, model-b by none.
+  const json& sessions = a["sessions"];
+  ASSERT_EQ(sessions.size(), 2u);
+  EXPECT_EQ(sessions[0]["command"], "run");
+  EXPECT_NEAR(sessions[0]["lanes"][1]["busy_share"].get<double>(), 0.5, 1e-12);
+  EXPECT_EQ(sessions[1]["command"], "serve");
+  EXPECT_NEAR(sessions[1]["lanes"][0]["busy_share"].get<double>(), 0.2, 1e-12);
+  EXPECT_TRUE(summary["runs"][1]["sessions"].empty());
+  EXPECT_EQ(summary["runs"][2]["sessions"].size(), 1u);
 }
 
 TEST(Writers, MarkdownHasTheTables) {
@@ -125,7 +134,11 @@ TEST(Writers, MarkdownHasTheTables) {
            "| level | protocol | device | candidates | problems | on uncured problems | pass |",
            "| all | verified | cuda | 6 | 3 | 2 | 3 | 1 | 1 | 1 | 0 | 0 | 0 | 0 | 50.0% | 2 |",
            "| all | kernelbench | cuda | 5 | 3 | 2 | 5 |",
-           "| 1.00x over 3 passing | 0.50x - 2.00x | 1 |"}) {
+           "| 1.00x over 3 passing | 0.50x - 2.00x | 1 |",
+           // Each lane's GPU busy share, and a run no invocation of which kept its lanes.
+           "### GPU busy share", "| when | command | device | lane | evaluations | busy share | device s | wall s |",
+           "| run | cuda | 0 | 10 | 80.0% | 80.0 | 100.0 |", "| run | cuda | 1 | 5 | 50.0% | 45.0 | 90.0 |",
+           "| serve | cuda | 0 | 2 | 20.0% | 10.0 | 50.0 |", "_none kept: no kbv run or kbv serve"}) {
     EXPECT_NE(md.find(expected), std::string::npos) << "missing: " << expected;
   }
 }

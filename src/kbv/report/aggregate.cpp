@@ -189,7 +189,8 @@ Stats stats_of(const std::vector<const Outcome*>& outcomes) {
 std::vector<RunSummary> aggregate(const std::vector<RunResults>& runs, bool exclude_uncured) {
   std::vector<RunSummary> summaries;
   for (const RunResults& run : runs) {
-    RunSummary summary{run.name, run.candidate_files, run.unmatched, run.failures, {}, {}, audits_of(run.outcomes), 0};
+    RunSummary summary{run.name, run.candidate_files, run.unmatched, run.failures, {}, {}, audits_of(run.outcomes), 0,
+                       run.sessions};
     std::vector<Outcome> counted;
     for (const Outcome& o : run.outcomes) {
       if (!(exclude_uncured && on_uncured(o))) counted.push_back(o);

@@ -115,6 +115,7 @@ struct RunSummary {
   std::vector<ProtocolGap> gaps;
   ProblemAudits audits;
   int excluded_candidates = 0;  // left out of groups and gaps by exclude_uncured
+  std::vector<Session> sessions;  // the invocations that wrote its records, with their lanes' use
 };
 
 // With `exclude_uncured`, the records for which on_uncured() holds are left out of every group and

@@ -20,6 +20,8 @@ std::string percent_points(double gap) { return printed("%+.1f pp", 100.0 * gap)
 std::string times(double ratio) { return printed("%.2fx", ratio); }
 std::string signed_fixed(double x, int digits) { return printed("%+.*f", digits, x); }
 
+std::string fixed(double x, int digits) { return printed("%.*f", digits, x); }
+
 std::string escape_xml(const std::string& text) {
   std::string out;
   for (char c : text) {

@@ -93,7 +93,7 @@ std::vector<RunResults> read(SQLite::Database& db) {
                              "LEFT JOIN candidates ON candidates.run_id = runs.id GROUP BY runs.id ORDER BY runs.id");
   while (run_rows.executeStep()) {
     index[run_rows.getColumn(0).getInt64()] = runs.size();
-    runs.push_back({run_rows.getColumn(1).getString(), run_rows.getColumn(2).getInt(), {}, {}, {}});
+    runs.push_back({run_rows.getColumn(1).getString(), run_rows.getColumn(2).getInt(), {}, {}, {}, {}});
   }
 
   SQLite::Statement unmatched(db, "SELECT run_id, path, reason FROM unmatched ORDER BY run_id, path");
@@ -113,6 +113,20 @@ std::vector<RunResults> read(SQLite::Database& db) {
     runs[index.at(failures.getColumn(0).getInt64())].failures.push_back(
         {failures.getColumn(1).getString(), failures.getColumn(2).getString(), failures.getColumn(3).getString(),
          failures.getColumn(4).getString()});
+  }
+
+  if (db.tableExists("sessions")) {  // older stores have none
+    SQLite::Statement sessions(db, "SELECT command, device, created, wall_seconds, lanes, runs FROM sessions ORDER BY id");
+    while (sessions.executeStep()) {
+      Session session{sessions.getColumn(0).getString(), sessions.getColumn(1).getString(),
+                      sessions.getColumn(2).getString(), sessions.getColumn(3).getDouble(), {}};
+      for (const nlohmann::json& lane : nlohmann::json::parse(sessions.getColumn(4).getString())) {
+        session.lanes.push_back({lane.at("lane"), lane.at("wall_seconds"), lane.at("device_seconds"), lane.at("evaluations")});
+      }
+      for (const nlohmann::json& run : nlohmann::json::parse(sessions.getColumn(5).getString())) {
+        if (const auto at = index.find(run.get<std::int64_t>()); at != index.end()) runs[at->second].sessions.push_back(session);
+      }
+    }
   }
 
   const auto audits = read_audits(db);

@@ -1,6 +1,6 @@
 // What `kbv report` reads from the results store: one Outcome per record (the store's indexed
 // columns, never the JSON record) with the audit of its problem, and, per run, its files, the
-// files it could not use and the evaluations that failed.
+// files it could not use, the evaluations that failed and the invocations that wrote it.
 #pragma once
 
 #include <cstdint>
@@ -57,12 +57,28 @@ struct Failure {
   std::string candidate, protocol, device, message;
 };
 
+// One evaluation lane of a kbv run or kbv serve invocation: its GPU busy share is
+// device_seconds over wall_seconds.
+struct LaneUse {
+  std::string lane;  // its GPU, or "cpu"
+  double wall_seconds = 0, device_seconds = 0;
+  int evaluations = 0;
+};
+
+// A kbv run or kbv serve invocation that wrote records of the run.
+struct Session {
+  std::string command, device, created;
+  double wall_seconds = 0;
+  std::vector<LaneUse> lanes;
+};
+
 struct RunResults {
   std::string name;
   int candidate_files = 0;  // candidates the run found, with a record or not
   std::vector<Unmatched> unmatched;
   std::vector<Failure> failures;
   std::vector<Outcome> outcomes;
+  std::vector<Session> sessions;  // oldest first; none in a store written before kbv kept them
 };
 
 // Every run in the store at `path`, oldest first, read in one snapshot. The store is opened read

@@ -91,6 +91,19 @@ json summary_json(const std::string& store, const std::vector<RunSummary>& runs,
     for (const Failure& f : run.failures) {
       failures.push_back({{"candidate", f.candidate}, {"protocol", f.protocol}, {"device", f.device}, {"message", f.message}});
     }
+    json sessions = json::array();
+    for (const Session& s : run.sessions) {
+      json lanes = json::array();
+      for (const LaneUse& lane : s.lanes) {
+        lanes.push_back({{"lane", lane.lane},
+                         {"evaluations", lane.evaluations},
+                         {"device_seconds", lane.device_seconds},
+                         {"wall_seconds", lane.wall_seconds},
+                         {"busy_share", lane.wall_seconds > 0 ? json(lane.device_seconds / lane.wall_seconds) : json()}});
+      }
+      sessions.push_back({{"command", s.command}, {"device", s.device}, {"created", s.created},
+                          {"wall_seconds", s.wall_seconds}, {"lanes", lanes}});
+    }
     out_runs.push_back({{"name", run.name},
                         {"candidate_files", run.candidate_files},
                         {"unmatched", unmatched},
@@ -98,7 +111,8 @@ json summary_json(const std::string& store, const std::vector<RunSummary>& runs,
                         {"groups", groups},
                         {"protocol_gaps", gaps},
                         {"problem_audit", to_json(run.audits)},
-                        {"excluded_candidates", run.excluded_candidates}});
+                        {"excluded_candidates", run.excluded_candidates},
+                        {"sessions", sessions}});
   }
   int excluded = 0;
   for (const RunSummary& run : runs) excluded += run.excluded_candidates;

@@ -148,6 +148,23 @@ Table failures(const RunSummary& run) {
   return t;
 }
 
+Table lanes(const RunSummary& run) {
+  Table t{"GPU busy share",
+          "Per kbv run or kbv serve that wrote this run's records, each lane's seconds in stages that run on the device "
+          "over its wall (a service's wall is its uptime): what host-side work and idle time left the GPU.",
+          {"when", "command", "device", "lane", "evaluations", "busy share", "device s", "wall s"},
+          {},
+          "none kept: no kbv run or kbv serve that wrote records of it has finished since kbv keeps them"};
+  for (const Session& s : run.sessions) {
+    for (const LaneUse& lane : s.lanes) {
+      t.rows.push_back({s.created, s.command, s.device, lane.lane, std::to_string(lane.evaluations),
+                        lane.wall_seconds > 0 ? percent(lane.device_seconds / lane.wall_seconds) : "-",
+                        fixed(lane.device_seconds, 1), fixed(lane.wall_seconds, 1)});
+    }
+  }
+  return t;
+}
+
 }  // namespace
 
 std::string run_overview(const RunSummary& run) {
@@ -183,7 +200,7 @@ std::string uncured_note(const std::vector<RunSummary>& runs, bool exclude_uncur
 
 std::vector<Table> run_tables(const RunSummary& run) {
   return {problem_audit(run), verdicts(run), speed(run), memory(run), findings(run), protocol_gap(run), unmatched(run),
-          failures(run)};
+          failures(run), lanes(run)};
 }
 
 }  // namespace kbv::report

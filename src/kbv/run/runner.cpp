@@ -264,6 +264,7 @@ RunTotals run(const RunRequest& request, store::Store& store) {
               totals.stage_seconds[stage] += stage_seconds.get<double>();
               if (protocol::device_stage(stage)) mine.device_seconds += stage_seconds.get<double>();
             }
+            ++mine.evaluations;
           } else {
             ++totals.failed;
           }
@@ -295,6 +296,16 @@ RunTotals run(const RunRequest& request, store::Store& store) {
   progress.finish();
   if (no_device) std::rethrow_exception(no_device);
   totals.wall_seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  if (totals.evaluated) {
+    std::vector<std::int64_t> runs;
+    for (const auto& [name, id] : run_ids) runs.push_back(id);
+    json lanes = json::array();
+    for (const auto& [name, lane] : totals.lanes) {
+      lanes.push_back({{"lane", name}, {"wall_seconds", lane.wall_seconds}, {"device_seconds", lane.device_seconds},
+                       {"evaluations", lane.evaluations}});
+    }
+    store.session("run", request.device, runs, totals.wall_seconds, lanes);
+  }
   return totals;
 }
 

@@ -40,12 +40,15 @@ struct RunTotals {
   // records' device stages (protocol::device_stage) in it: the lane's GPU busy share.
   struct Lane {
     double wall_seconds = 0, device_seconds = 0;
+    std::size_t evaluations = 0;
   };
   std::map<std::string, Lane> lanes;
   double build_seconds = 0, evaluate_seconds = 0, wall_seconds = 0;
 };
 
-// Throws eval::NoDevice (after the builds and lanes stop) when the device is not there.
+// Writes each record as it finishes and, when any was written, the invocation's lanes (the
+// store's `sessions`). Throws eval::NoDevice (after the builds and lanes stop) when the device is
+// not there.
 RunTotals run(const RunRequest& request, store::Store& store);
 
 }  // namespace kbv::run

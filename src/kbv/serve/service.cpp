@@ -1,6 +1,7 @@
 #include "kbv/serve/service.h"
 
 #include <algorithm>
+#include <iostream>
 #include <list>
 #include <optional>
 
@@ -278,6 +279,21 @@ void Service::shutdown() {
   build_work_.notify_all();
   for (std::thread& t : threads_) t.join();
   joined_ = true;
+  // The service's lanes, as kbv run's are kept: what it left the GPUs idle over its uptime.
+  if (done_ == 0) return;
+  std::vector<std::int64_t> runs;
+  for (const auto& [name, id] : run_ids_) runs.push_back(id);
+  const double uptime = seconds_since(started_);
+  json lanes = json::array();
+  for (const Lane& lane : lanes_) {
+    lanes.push_back({{"lane", lane.gpu.empty() ? "cpu" : lane.gpu}, {"wall_seconds", uptime},
+                     {"device_seconds", lane.device_seconds}, {"evaluations", lane.evaluations}});
+  }
+  try {
+    store_.session("serve", config_.device, runs, uptime, lanes);
+  } catch (const std::exception& error) {  // every record is in already; only this summary is lost
+    std::cerr << "kbv serve: cannot write the lanes' use to the store: " << error.what() << "\n";
+  }
 }
 
 }  // namespace kbv::serve

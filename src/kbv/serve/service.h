@@ -67,7 +67,8 @@ class Service {
   nlohmann::json metrics() const;
   bool stopping() const;
 
-  // Takes no more requests and finishes every one it holds; returns when the lanes are done.
+  // Takes no more requests and finishes every one it holds; returns when the lanes are done, its
+  // lanes' use written to the store (`sessions`).
   void shutdown();
 
  private:

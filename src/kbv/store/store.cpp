@@ -52,6 +52,9 @@ CREATE TABLE IF NOT EXISTS audits (
   problem_id INTEGER NOT NULL REFERENCES problems(id), content_key TEXT NOT NULL, device TEXT NOT NULL,
   findings TEXT NOT NULL, uncured TEXT NOT NULL, error TEXT, created TEXT NOT NULL,
   UNIQUE (problem_id, content_key, device));
+CREATE TABLE IF NOT EXISTS sessions (
+  id INTEGER PRIMARY KEY, command TEXT NOT NULL, device TEXT NOT NULL, runs TEXT NOT NULL, wall_seconds REAL NOT NULL,
+  lanes TEXT NOT NULL, created TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS records_by_verdict ON records (protocol, device, verdict);
 CREATE INDEX IF NOT EXISTS candidates_by_run ON candidates (run_id, problem_id);
 )sql";
@@ -192,6 +195,19 @@ std::int64_t Store::baseline(std::int64_t problem, const std::string& protocol, 
   insert.bind(8, now_utc());
   insert.exec();
   return db_.getLastInsertRowid();
+}
+
+void Store::session(const std::string& command, const std::string& device, const std::vector<std::int64_t>& runs,
+                    double wall_seconds, const json& lanes) {
+  std::lock_guard lock(mutex_);
+  SQLite::Statement insert(db_, "INSERT INTO sessions (command, device, runs, wall_seconds, lanes, created) VALUES (?, ?, ?, ?, ?, ?)");
+  insert.bind(1, command);
+  insert.bind(2, device);
+  insert.bind(3, json(runs).dump());
+  insert.bind(4, wall_seconds);
+  insert.bind(5, lanes.dump());
+  insert.bind(6, now_utc());
+  insert.exec();
 }
 
 void Store::failure(std::int64_t candidate, const std::string& protocol, const std::string& device, const std::string& message) {

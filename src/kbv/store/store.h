@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <SQLiteCpp/Database.h>
 #include <nlohmann/json.hpp>
@@ -53,6 +54,11 @@ class Store {
   bool has_audit(std::int64_t problem, const std::string& content_key, const std::string& device);
   void add_audit(std::int64_t problem, const std::string& content_key, const std::string& device,
                  const nlohmann::json& findings, const std::string& error);
+
+  // One kbv run or kbv serve invocation that wrote records of `runs`: its wall and, per lane,
+  // `lanes` as [{lane, wall_seconds, device_seconds, evaluations}] (the lanes' GPU busy share).
+  void session(const std::string& command, const std::string& device, const std::vector<std::int64_t>& runs,
+               double wall_seconds, const nlohmann::json& lanes);
 
   bool has_record(std::int64_t candidate, const std::string& protocol, const std::string& device);
   // Stores `record` (kbv eval's JSON record) with its indexed columns; a second record for the
