@@ -4,6 +4,8 @@ problem's warm node, and one node killed mid-run with every request still answer
 
 import os
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -42,6 +44,8 @@ class RayClusterTest(unittest.TestCase):
         self.workers = [self.cluster.add_node(num_cpus=1, resources={"kbv_node": 1}) for _ in range(2)]
         self.cluster.wait_for_nodes()
         ray.init(address=self.cluster.address, logging_level="warning")
+
+    def start_kbv(self):
         self.kbv = KbvCluster(BINARY, serve_args=["--queue", "2"], store_dir=self.dir.name, affinity_slack=2)
 
     def tearDown(self):
@@ -53,6 +57,7 @@ class RayClusterTest(unittest.TestCase):
         return [dict(problem=PROBLEMS[i % 2], candidate_source=CANDIDATES[i % 2], run=run, sample=i) for i in range(count)]
 
     def test_requests_spread_over_the_nodes_and_stay_with_their_problem(self):
+        self.start_kbv()
         # Two clients: no node ever holds more than the slack beyond the other, so each problem
         # stays on the node it went to first (its baseline timed there once), and the two problems
         # went to different nodes (the least loaded when each came).
@@ -68,6 +73,7 @@ class RayClusterTest(unittest.TestCase):
         self.assertEqual(records([n["db"] for n in self.kbv.nodes], "spread"), {i: 1 for i in range(16)})
 
     def test_a_node_lost_mid_run_loses_no_request(self):
+        self.start_kbv()
         count = 24
         answered = []
         lost = threading.Event()
@@ -98,6 +104,28 @@ class RayClusterTest(unittest.TestCase):
         self.kbv.shutdown()
         # Every request has one record, on the node that answered it.
         self.assertEqual(records([n["db"] for n in nodes], "lost"), {i: 1 for i in range(count)})
+
+    def test_kbv_run_on_the_cluster_gathers_every_record_into_its_store(self):
+        manifest = Path(self.dir.name) / "sweep.csv"
+        rows = ["problem,candidate,run,sample"]
+        for i in range(6):
+            candidate = Path(self.dir.name) / ("sample_%d.py" % i)
+            candidate.write_text(CANDIDATES[i % 2])
+            rows.append("%s,%s,sweep,%d" % (PROBLEMS[i % 2], candidate, i))
+        manifest.write_text("\n".join(rows) + "\n")
+        db = Path(self.dir.name) / "sweep.sqlite"
+        command = [BINARY, "run", "--manifest", str(manifest), "--db", str(db), "--ray", self.cluster.address,
+                   "--ray-python", sys.executable]
+        first = subprocess.run(command, capture_output=True, text=True, timeout=900)
+        self.assertEqual(first.returncode, 0, first.stdout + first.stderr)
+        self.assertIn("12 evaluated (pass 12)", first.stdout)
+        with sqlite3.connect(db) as store:
+            self.assertEqual(store.execute("SELECT COUNT(*), COUNT(DISTINCT candidate_id || protocol) FROM records").fetchone(), (12, 12))
+            # Each node timed its own baselines: one row per distinct measurement, each record citing one.
+            self.assertEqual(store.execute("SELECT COUNT(*) FROM records WHERE baseline_id IS NULL").fetchone(), (0,))
+        again = subprocess.run(command, capture_output=True, text=True, timeout=900)
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertIn("12 records already in the store", again.stderr)
 
 
 if __name__ == "__main__":

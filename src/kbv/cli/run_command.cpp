@@ -39,6 +39,11 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
   cmd->add_option("--timeout", o.timeout, "Seconds any one step of a candidate may take")->capture_default_str();
   cmd->add_option("--compile-timeout", o.compile_timeout, "Seconds one candidate's build may take")->capture_default_str();
   cmd->add_flag("--no-audit", o.no_audit, "Do not audit the problems (kbv audit, once per problem content and device)");
+  cmd->add_option("--ray", o.ray,
+                  "Evaluate on a Ray cluster at this address: kbv serve on each node offering the resource kbv_node, with "
+                  "as many GPUs as --gpus names, the records back into --db (docs/serve.md)");
+  cmd->add_option("--ray-python", o.ray_python, "With --ray: a Python with ray and kbv_client (pip install ./python)")
+      ->capture_default_str();
   return cmd;
 }
 
@@ -77,6 +82,11 @@ int run_command(const RunOptions& o, const std::string& cache_dir, const eval::W
   request.launch = launch;
   request.terminal = isatty(STDERR_FILENO);
   request.audit = !o.no_audit;
+  if (!o.ray.empty()) {
+    request.ray = run::RayLaunch{o.ray_python, o.ray, launch.executable,
+                                 o.device == "cuda" ? static_cast<int>(request.gpus.size()) : 0,
+                                 {"--timeout=" + std::to_string(o.timeout), "--compile-timeout=" + std::to_string(o.compile_timeout)}};
+  }
 
   const auto& unmatched = request.discovery.unmatched;
   std::cerr << "kbv run: " << request.discovery.jobs.size() << " candidates, " << unmatched.size()
@@ -85,7 +95,13 @@ int run_command(const RunOptions& o, const std::string& cache_dir, const eval::W
   if (unmatched.size() > 10) std::cerr << "  ... and " << unmatched.size() - 10 << " more (table `unmatched` in the store)\n";
 
   store::Store store(o.db);
-  const run::RunTotals totals = run::run(request, store);
+  run::RunTotals totals;
+  try {
+    totals = run::run(request, store);
+  } catch (const run::RayDriverFailed& failed) {  // what was answered is in the store; a rerun does the rest
+    std::cerr << "kbv run: error: " << failed.what() << "\n";
+    return 1;
+  }
 
   std::ostringstream verdicts;
   for (const auto& [verdict, count] : totals.verdicts) verdicts << (verdicts.tellp() ? ", " : "") << verdict << " " << count;
@@ -109,7 +125,7 @@ int run_command(const RunOptions& o, const std::string& cache_dir, const eval::W
     }
     std::cout << "\n";
   }
-  if (totals.evaluated) {
+  if (!totals.lanes.empty() && totals.evaluated) {  // none on a Ray cluster: each node's kbv serve keeps its own
     std::cout << "kbv run: GPU busy share by lane (device stages' seconds / lane wall):";
     for (const auto& [gpu, lane] : totals.lanes) {
       char text[96];

@@ -16,6 +16,7 @@ struct RunOptions {
   int jobs = 0;  // 0: chosen from the cores and the GPU lanes
   double timeout = 120, compile_timeout = 1800;
   bool no_audit = false;
+  std::string ray, ray_python = "python3";  // --ray ADDRESS: evaluate on a Ray cluster (docs/serve.md)
 };
 
 CLI::App* add_run_command(CLI::App& app, RunOptions& options);

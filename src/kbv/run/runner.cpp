@@ -3,6 +3,8 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <filesystem>
+#include <fstream>
 #include <cstdio>
 #include <future>
 #include <memory>
@@ -53,6 +55,72 @@ std::string describe(const Pending& p, const json& record) {
          "  " + p.job->candidate.path;
 }
 
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Every pending evaluation through kbv serve on a Ray cluster, each answer filed as it comes: the
+// problem and candidate go as text, so the nodes need no shared file system; a baseline row per
+// distinct measurement (each node times its own).
+void run_on_ray(const RunRequest& request, const std::vector<std::pair<std::string, std::string>>& order,
+                const std::map<std::pair<std::string, std::string>, Group>& groups, store::Store& store, Progress& progress,
+                RunTotals& totals) {
+  progress.note("kbv: evaluating on the Ray cluster at " + request.ray->address + " (problems not audited)");
+  std::vector<const Pending*> pending;
+  std::vector<RayRequest> requests;
+  for (const auto& key : order) {
+    for (const Pending& p : groups.at(key).pending) {
+      json body = {{"problem_source", slurp(p.job->problem.path)},
+                   {"problem_name", std::filesystem::path(p.job->problem.path).filename().string()},
+                   {"candidate_source", slurp(p.job->candidate.path)},
+                   {"protocol", p.protocol},
+                   {"run", p.job->run_name}};
+      if (p.job->problem.level) body["level"] = *p.job->problem.level;
+      if (p.job->candidate.sample) body["sample"] = *p.job->candidate.sample;
+      requests.push_back({std::to_string(pending.size()), std::move(body)});
+      pending.push_back(&p);
+    }
+  }
+  std::map<std::string, std::int64_t> baselines;  // by problem, protocol, environment and measurement
+  const auto file = [&](const json& line) {
+    const Pending& p = *pending.at(std::stoul(line.at("key").get<std::string>()));
+    if (!line.contains("answer")) {
+      const std::string failure = line.value("error", std::string("no answer"));
+      store.failure(p.candidate_id, p.protocol, request.device, failure);
+      ++totals.failed;
+      progress.evaluated("failed", "failed  " + p.protocol + "  " + p.job->candidate.path + ": " + failure.substr(0, 300));
+      return;
+    }
+    const json& record = line["answer"].at("record");
+    json facts = record.at("versions");
+    facts["device"] = request.device;
+    const std::int64_t environment = store.environment(facts);
+    std::optional<std::int64_t> baseline;
+    if (record.contains("timing") && record["timing"].contains("baseline")) {
+      const json& memory = record["memory"];
+      const std::string key = std::to_string(p.problem_id) + " " + p.protocol + " " + std::to_string(environment) + " " +
+                              record["timing"]["baseline"].dump();
+      if (!baselines.count(key)) {
+        baselines[key] = store.baseline(p.problem_id, p.protocol, request.device, environment, record["timing"]["baseline"],
+                                        memory.contains("baseline_peak_bytes")
+                                            ? std::optional<std::int64_t>(memory["baseline_peak_bytes"].get<std::int64_t>())
+                                            : std::nullopt);
+      }
+      baseline = baselines[key];
+    }
+    store.add_record(p.candidate_id, p.protocol, request.device, baseline, environment, record);
+    ++totals.evaluated;
+    totals.evaluate_seconds += line["answer"].value("evaluation_seconds", 0.0);
+    ++totals.verdicts[record.value("verdict", std::string("?"))];
+    for (const auto& [stage, seconds] : record["stage_seconds"].items()) totals.stage_seconds[stage] += seconds.get<double>();
+    progress.evaluated(record.value("verdict", std::string("?")),
+                       describe(p, record) + "  (" + line["answer"].value("node", std::string("?")) + ")");
+  };
+  evaluate_on_ray(*request.ray, requests, std::filesystem::temp_directory_path().string(), file);
+}
+
 }  // namespace
 
 RunTotals run(const RunRequest& request, store::Store& store) {
@@ -96,8 +164,14 @@ RunTotals run(const RunRequest& request, store::Store& store) {
   }
   size_t evaluations = 0;
   for (const auto& [key, group] : groups) evaluations += group.pending.size();
-  Progress progress(evaluations, to_build.size(), request.terminal);
+  Progress progress(evaluations, request.ray ? 0 : to_build.size(), request.terminal);
   if (totals.already) progress.note("kbv: " + std::to_string(totals.already) + " records already in the store, not redone");
+  if (request.ray) {
+    run_on_ray(request, order, groups, store, progress, totals);
+    progress.finish();
+    totals.wall_seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    return totals;
+  }
 
   // Builds, on every core, in the order the lanes will want them.
   std::map<std::string, std::shared_future<void>> built;

@@ -6,11 +6,13 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kbv/eval/worker_client.h"
 #include "kbv/run/discovery.h"
+#include "kbv/run/ray_driver.h"
 #include "kbv/store/store.h"
 
 namespace kbv::run {
@@ -26,6 +28,9 @@ struct RunRequest {
   eval::WorkerLaunch launch;
   bool terminal = false;  // progress redrawn in place rather than logged line by line
   bool audit = true;      // audit each problem (kbv audit) once per content and device, into the store
+  // Set: every evaluation goes to kbv serve on the nodes of a Ray cluster (ray_driver.h), which
+  // build the candidates; records come back into this store. No audit then.
+  std::optional<RayLaunch> ray;
 };
 
 struct RunTotals {
