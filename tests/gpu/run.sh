@@ -9,6 +9,8 @@
 # defective problems (stage `audit`, not in the default stages either), bench/fidelity.py (stage
 # `fidelity`: kbv's times against Nsight Compute's, the spread of repeated evaluations),
 # bench/overhead.py (stage `overhead`: kbv's own seconds per evaluation beside the kernel time),
+# bench/serve_vs_run.py (stage `serve`: kbv serve against kbv run on the same candidates, over the
+# GPUs of KBV_GPUS, e.g. 0,1 on nvidia-h200-x2; KBV_SERVE_COUNT candidates, default 64),
 # bench/transfer_probe.py (stage `transfer`), bench/startup_probe.py (stage `startup`),
 # bench/cover_probe.py (stage `cover`: the timing noise of a sub-millisecond call, host or GPU, and
 # the device-wide excess per process pinned to each group of CPUs), bench/excess.py over three
@@ -71,6 +73,9 @@ for stage in $stages; do
       python3 bench/fidelity.py "$out/fidelity" --kbv "$KBV" | tee "$out/fidelity.txt" || status=1 ;;
     overhead)
       python3 bench/overhead.py "$out/overhead" --kbv "$KBV" | tee "$out/overhead.txt" || status=1 ;;
+    serve)
+      PYTHONPATH=$root/python python3 bench/serve_vs_run.py "$out/serve" --kbv "$KBV" --device cuda \
+        --gpus "${KBV_GPUS:-0}" --count "${KBV_SERVE_COUNT:-64}" | tee "$out/serve.txt" || status=1 ;;
     transfer)
       python3 bench/transfer_probe.py | tee "$out/transfer.txt" || status=1 ;;
     startup)
