@@ -123,6 +123,22 @@ TEST_F(Discovery, JsonLinesAndADeviceColumn) {
   EXPECT_EQ(found.jobs[0].device, "cuda");
 }
 
+// A file has one record per protocol and device: a second row for it in the same run and device is
+// listed, not evaluated again; another device's row is its own.
+TEST_F(Discovery, ACandidateListedTwiceIsListedAsSuch) {
+  write("m.csv",
+        "problem,candidate,device\n"
+        "KernelBench/level1/19_ReLU.py,runs/gpt/level_1_problem_19_sample_0_kernel.py,cuda\n"
+        "KernelBench/level1/19_ReLU.py,runs/gpt/level_1_problem_19_sample_0_kernel.py,cpu\n"
+        "KernelBench/level1/19_ReLU.py,runs/gpt/level_1_problem_19_sample_0_kernel.py,cuda\n");
+  const auto found = read_manifest(at("m.csv"), "manifest");
+  ASSERT_EQ(found.jobs.size(), 2u);
+  ASSERT_EQ(found.unmatched.size(), 1u);
+  EXPECT_NE(found.unmatched[0].reason.find("listed again (" + at("m.csv") + ":4; first at " + at("m.csv") + ":2)"),
+            std::string::npos)
+      << found.unmatched[0].reason;
+}
+
 TEST_F(Discovery, UnusableManifestsAndFoldersAreErrors) {
   write("bad.csv", "path,file\na,b\n");
   EXPECT_THROW(read_manifest(at("bad.csv"), "r"), std::runtime_error);

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <regex>
+#include <tuple>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -151,6 +152,7 @@ Discovery read_manifest(const std::string& manifest_path, const std::string& run
   const char separator = fs::path(manifest_path).extension() == ".tsv" ? '\t' : ',';
   std::vector<std::string> header;
   Discovery found;
+  std::map<std::tuple<std::string, std::string, std::string>, std::string> listed;  // (run, candidate, device) -> its row
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -199,6 +201,13 @@ Discovery read_manifest(const std::string& manifest_path, const std::string& run
     if (!problem) {  // any file name will do in a manifest
       problem = store::ProblemInfo{problem_path.string(), std::nullopt, std::nullopt, problem_path.stem().string(),
                                    file_content_key(problem_path.string())};
+    }
+    // A candidate file has one record per protocol and device: a second row for it would be
+    // evaluated again and refused by the store.
+    const auto [first, added] = listed.emplace(std::make_tuple(run, candidate_path.string(), row["device"]), where);
+    if (!added) {
+      found.unmatched.push_back({run, candidate_path.string(), "listed again (" + where + "; first at " + first->second + ")"});
+      continue;
     }
     std::optional<int> sample;
     if (row.count("sample") && !row["sample"].empty()) sample = std::stoi(row["sample"]);
