@@ -231,6 +231,28 @@ TEST_F(Serve, RequestsThatCannotBeEvaluatedAsSentAreNamed) {
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM records"), 1);
 }
 
+// --problems: only problem files under the folder, by path; no problem text, no way out by `..`.
+TEST_F(Serve, WithAProblemsFolderOnlyItsFilesAreTaken) {
+  start({"--problems", (kExamples / "problems").string()});
+  const std::string honest = slurp(kExamples / "candidates/1_ReLU/cpu_honest.py");
+  const Response inside = http(port_, "POST", "/evaluate", by_path("cpu_honest.py").dump());
+  ASSERT_EQ(inside.status, 200) << inside.body.dump();
+  EXPECT_EQ(inside.body["record"]["verdict"], "pass");
+  fs::create_directories(dir_ / "elsewhere");
+  fs::copy_file(problem_, dir_ / "elsewhere/1_ReLU.py");
+  for (const std::string& outside : {(dir_ / "elsewhere/1_ReLU.py").string(),
+                                     (kExamples / "problems/../../tests/audit/problems/7_LogOfInput.py").string()}) {
+    const Response refused = http(port_, "POST", "/evaluate", json{{"problem", outside}, {"candidate_source", honest}}.dump());
+    EXPECT_EQ(refused.status, 400) << outside;
+    EXPECT_NE(refused.body.value("error", "").find("takes problems under"), std::string::npos) << refused.body.dump();
+  }
+  const Response text = http(port_, "POST", "/evaluate", json{{"problem_source", slurp(problem_)}, {"candidate_source", honest}}.dump());
+  EXPECT_EQ(text.status, 400);
+  EXPECT_NE(text.body.value("error", "").find("not as text"), std::string::npos) << text.body.dump();
+  EXPECT_EQ(stop(), 0);
+  EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM records"), 1);
+}
+
 TEST_F(Serve, AFullQueueAnswersBusyAndHoldsNoMore) {
   start({"--queue", "1"});
   // One lane: one evaluated, one held; the others, sent while those take seconds, are refused.

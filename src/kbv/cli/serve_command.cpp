@@ -36,12 +36,17 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
   cmd->footer(
       "API (docs/serve.md): POST /evaluate {problem | problem_source [problem_name, level], candidate_source,\n"
       "[protocol, run, sample]} answers kbv eval's record; GET /health; GET /metrics. Full: 503 with Retry-After.\n"
-      "Problems are trusted input (their code runs unsandboxed, as in kbv eval): listen where only your clients reach.\n"
+      "Problems are trusted input (their code runs unsandboxed, as in kbv eval): listen where only your clients reach,\n"
+      "or take problems from one folder only (--problems).\n"
       "SIGINT or SIGTERM: no new requests, every held one answered, then exit; a second signal exits at once.");
   cmd->add_option("--host", o.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", o.port, "Port to listen on (0: any free one, printed)")->check(CLI::Range(0, 65535))->capture_default_str();
   cmd->add_option("--db", o.db, "SQLite store every record goes to (created if missing)")->capture_default_str();
   cmd->add_option("--files", o.files, "Folder for the requests' sources (default: the store's path with .files)");
+  cmd->add_option("--problems", o.problems,
+                  "Take only problem files under this folder, by path, and no problem text: what a problem runs, "
+                  "unsandboxed, is then the folder's")
+      ->check(CLI::ExistingDirectory);
   cmd->add_option("--device", o.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   cmd->add_option("--gpus", o.gpus, "Comma-separated GPU indices, one evaluation lane each (cuda)")->capture_default_str();
   cmd->add_option("--queue", o.queue, "Requests held beyond those being evaluated; past it: busy")
@@ -81,7 +86,7 @@ int serve_command(const ServeOptions& o, const std::string& cache_dir, eval::Wor
 
   store::Store store(o.db);
   serve::Service service(config, store);
-  serve::Api api(service, files);
+  serve::Api api(service, {files, o.problems.empty() ? "" : fs::absolute(o.problems).lexically_normal().string()});
   std::unique_ptr<serve::HttpServer> listening;
   try {
     listening = std::make_unique<serve::HttpServer>(o.host, o.port, std::ref(api), o.connections, o.max_body_mib << 20);

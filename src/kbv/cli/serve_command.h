@@ -13,7 +13,7 @@
 namespace kbv::cli {
 
 struct ServeOptions {
-  std::string host = "127.0.0.1", db = "serve.sqlite", files, device = "cpu", gpus = "0";
+  std::string host = "127.0.0.1", db = "serve.sqlite", files, problems, device = "cpu", gpus = "0";
   int port = 8470, jobs = 0;
   std::size_t queue = 64, warm = 4, connections = 256, max_body_mib = 64;
   double timeout = 120, compile_timeout = 1800;

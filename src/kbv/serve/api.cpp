@@ -23,8 +23,7 @@ std::string start_stamp() {
 
 }  // namespace
 
-Api::Api(Service& service, std::string files_dir)
-    : service_(service), files_dir_(std::move(files_dir)), id_prefix_(start_stamp()) {}
+Api::Api(Service& service, Intake intake) : service_(service), intake_(std::move(intake)), id_prefix_(start_stamp()) {}
 
 HttpResponse Api::operator()(const HttpRequest& request) {
   const auto only = [&](const char* method) { return request.method == method; };
@@ -50,7 +49,7 @@ HttpResponse Api::evaluate(const std::string& body) {
   const std::string id = id_prefix_ + "-" + std::to_string(next_id_++);
   std::future<Answer> answer;
   try {
-    const Submission submission = read_submission(parsed, files_dir_, id);
+    const Submission submission = read_submission(parsed, intake_, id);
     try {
       answer = service_.submit(submission);
     } catch (const Busy& busy) {

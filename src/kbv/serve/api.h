@@ -14,15 +14,14 @@ namespace kbv::serve {
 
 class Api {
  public:
-  // `files_dir`: where requests' sources are laid out (submission.h).
-  Api(Service& service, std::string files_dir);
+  Api(Service& service, Intake intake);
   HttpResponse operator()(const HttpRequest& request);
 
  private:
   HttpResponse evaluate(const std::string& body);
 
   Service& service_;
-  const std::string files_dir_;
+  const Intake intake_;
   const std::string id_prefix_;  // the service's start: ids stay unique across restarts on one store
   std::atomic<std::uint64_t> next_id_ = 0;
 };

@@ -1,5 +1,6 @@
 #include "kbv/serve/submission.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -40,7 +41,8 @@ void write_file(const fs::path& path, const std::string& content, const std::str
 
 }  // namespace
 
-Submission read_submission(const json& body, const std::string& files_dir, const std::string& id) {
+Submission read_submission(const json& body, const Intake& intake, const std::string& id) {
+  const std::string& files_dir = intake.files_dir;
   if (!body.is_object()) throw BadSubmission("the body must be a JSON object");
   for (const auto& [name, value] : body.items()) {
     if (!kFields.count(name)) throw BadSubmission("unknown field `" + name + "`");
@@ -64,8 +66,17 @@ Submission read_submission(const json& body, const std::string& files_dir, const
     }
     std::error_code error;
     if (!fs::is_regular_file(problem, error)) throw BadSubmission("no problem file " + problem + " on the serving machine");
+    if (!intake.problems_root.empty()) {
+      // Where it really is: a link or `..` out of the folder does not count as in it.
+      const fs::path real = fs::weakly_canonical(problem, error), root = fs::weakly_canonical(intake.problems_root, error);
+      const auto [end, _] = std::mismatch(root.begin(), root.end(), real.begin(), real.end());
+      if (end != root.end()) throw BadSubmission("this kbv serve takes problems under " + intake.problems_root + " only");
+    }
     s.problem = run::problem_info(fs::absolute(problem).lexically_normal().string());
   } else {
+    if (!intake.problems_root.empty()) {
+      throw BadSubmission("this kbv serve takes problems by path, under " + intake.problems_root + ", not as text");
+    }
     const std::string name = body.contains("problem_name") ? text_field(body, "problem_name") : "problem.py";
     if (!std::regex_match(name, kFileName)) throw BadSubmission("`problem_name` must be a file name ending in .py, not " + name);
     fs::path folder = fs::path(files_dir) / "problems" / content_key(problem_source);

@@ -26,7 +26,13 @@ struct Submission {
   std::string protocol, run_name;
 };
 
-// Reads `body` and writes its files under `files_dir`. Throws BadSubmission.
-Submission read_submission(const nlohmann::json& body, const std::string& files_dir, const std::string& id);
+// Where requests' files go, and which problems a request may name.
+struct Intake {
+  std::string files_dir;      // absolute
+  std::string problems_root;  // set (absolute): only problem files under it, by path; no problem_source
+};
+
+// Reads `body` and writes its files under intake.files_dir. Throws BadSubmission.
+Submission read_submission(const nlohmann::json& body, const Intake& intake, const std::string& id);
 
 }  // namespace kbv::serve
