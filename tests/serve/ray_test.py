@@ -2,6 +2,7 @@
 offer `kbv_node`, each running its own kbv serve): requests spread by load and kept with their
 problem's warm node, and one node killed mid-run with every request still answered once."""
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -115,7 +116,7 @@ class RayClusterTest(unittest.TestCase):
         manifest.write_text("\n".join(rows) + "\n")
         db = Path(self.dir.name) / "sweep.sqlite"
         command = [BINARY, "run", "--manifest", str(manifest), "--db", str(db), "--ray", self.cluster.address,
-                   "--ray-python", sys.executable]
+                   "--ray-python", sys.executable, "--limit", "file=3G"]
         first = subprocess.run(command, capture_output=True, text=True, timeout=900)
         self.assertEqual(first.returncode, 0, first.stdout + first.stderr)
         self.assertIn("12 evaluated (pass 12)", first.stdout)
@@ -123,6 +124,9 @@ class RayClusterTest(unittest.TestCase):
             self.assertEqual(store.execute("SELECT COUNT(*), COUNT(DISTINCT candidate_id || protocol) FROM records").fetchone(), (12, 12))
             # Each node timed its own baselines: one row per distinct measurement, each record citing one.
             self.assertEqual(store.execute("SELECT COUNT(*) FROM records WHERE baseline_id IS NULL").fetchone(), (0,))
+            # The nodes ran the candidates under this command's sandbox options.
+            for (record,) in store.execute("SELECT record FROM records"):
+                self.assertEqual(json.loads(record)["sandbox"]["limits"]["file_bytes"], 3 << 30)
         again = subprocess.run(command, capture_output=True, text=True, timeout=900)
         self.assertEqual(again.returncode, 0, again.stderr)
         self.assertIn("12 records already in the store", again.stderr)

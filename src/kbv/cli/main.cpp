@@ -242,6 +242,9 @@ int main(int argc, char** argv) {
     if (*eval_cmd) return run_eval(eval, zygote, sandbox_options);
     if (*compile_cmd) return run_compile(compile, zygote, sandbox_options);
     if (*run_cmd) {
+      // With --ray, each node's kbv serve runs the candidates as this command would have.
+      run.ray_serve_args = {"--sandbox=" + sandbox_options.mode, "--zygote=" + zygote};
+      for (const std::string& limit : sandbox_options.limits) run.ray_serve_args.push_back("--limit=" + limit);
       kbv::eval::WorkerLaunch launch = worker_launch(zygote, &sandbox_options);
       launch.hidden = {run.db, run.db + "-wal", run.db + "-shm", run.db + "-journal"};
       return kbv::cli::run_command(run, kbv::cache_dir(), launch);

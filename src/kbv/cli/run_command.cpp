@@ -86,6 +86,7 @@ int run_command(const RunOptions& o, const std::string& cache_dir, const eval::W
     request.ray = run::RayLaunch{o.ray_python, o.ray, launch.executable,
                                  o.device == "cuda" ? static_cast<int>(request.gpus.size()) : 0,
                                  {"--timeout=" + std::to_string(o.timeout), "--compile-timeout=" + std::to_string(o.compile_timeout)}};
+    request.ray->serve_args.insert(request.ray->serve_args.end(), o.ray_serve_args.begin(), o.ray_serve_args.end());
   }
 
   const auto& unmatched = request.discovery.unmatched;
