@@ -4,7 +4,8 @@ prints each answer as one JSON line as it arrives, for kbv run to write into its
     python -m kbv_client.ray_run --address ADDRESS --binary KBV --requests FILE [--gpus-per-node N]
 
 FILE holds JSON lines {"key": ..., "request": {kbv serve's /evaluate fields}}; each output line is
-{"key": ..., "answer": {...}} or {"key": ..., "error": "...", "status": HTTP status or null}.
+{"key": ..., "answer": {...}} or {"key": ..., "error": "...", "status": HTTP status or null}, and the
+last {"lanes": [{lane, wall_seconds, device_seconds, evaluations}]}, each live node's lanes.
 """
 
 import argparse
@@ -47,6 +48,12 @@ def main(argv=None):
     try:
         with ThreadPoolExecutor(max_workers=args.concurrency) as pool:
             list(pool.map(one, items))
+        # Each live node's lanes over its uptime (a lost node's are gone with it), for kbv run's store.
+        lanes = [{"lane": "%s %s" % (url, lane["gpu"]), "wall_seconds": metrics["uptime_seconds"],
+                  "device_seconds": lane["device_seconds"], "evaluations": lane["evaluations"]}
+                 for url, metrics in kbv.metrics().items() for lane in metrics["lanes"]]
+        sys.stdout.write(json.dumps({"lanes": lanes}) + "\n")
+        sys.stdout.flush()
     finally:
         kbv.shutdown()
         ray.shutdown()

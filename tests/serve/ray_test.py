@@ -124,6 +124,10 @@ class RayClusterTest(unittest.TestCase):
             self.assertEqual(store.execute("SELECT COUNT(*), COUNT(DISTINCT candidate_id || protocol) FROM records").fetchone(), (12, 12))
             # Each node timed its own baselines: one row per distinct measurement, each record citing one.
             self.assertEqual(store.execute("SELECT COUNT(*) FROM records WHERE baseline_id IS NULL").fetchone(), (0,))
+            # The nodes' lanes, kept for the report's GPU busy share: one per node, all 12 evaluations.
+            (lanes,) = store.execute("SELECT lanes FROM sessions WHERE command = 'run'").fetchone()
+            self.assertEqual(len(json.loads(lanes)), 2, lanes)
+            self.assertEqual(sum(lane["evaluations"] for lane in json.loads(lanes)), 12)
             # The nodes ran the candidates under this command's sandbox options.
             for (record,) in store.execute("SELECT record FROM records"):
                 self.assertEqual(json.loads(record)["sandbox"]["limits"]["file_bytes"], 3 << 30)

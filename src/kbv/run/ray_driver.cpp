@@ -49,7 +49,7 @@ void evaluate_on_ray(const RayLaunch& launch, const std::vector<RayRequest>& req
   for (ssize_t n; (n = getline(&text, &capacity, lines)) > 0;) {
     // Only the driver's own lines: anything else a library printed is passed over.
     const nlohmann::json line = nlohmann::json::parse(std::string(text, n), nullptr, false);
-    if (!line.is_object() || !line.contains("key")) continue;
+    if (!line.is_object() || !(line.contains("key") || line.contains("lanes"))) continue;
     try {
       on_line(line);
     } catch (...) {

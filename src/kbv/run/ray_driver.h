@@ -31,7 +31,8 @@ struct RayRequest {
 };
 
 // Calls `on_line` with each {"key", "answer"} or {"key", "error", "status"} as it arrives (from
-// this thread). Throws RayDriverFailed.
+// this thread), and with the last, {"lanes": [...]}, the nodes' lanes as the store's sessions keep
+// them. Throws RayDriverFailed.
 void evaluate_on_ray(const RayLaunch& launch, const std::vector<RayRequest>& requests, const std::string& scratch_dir,
                      const std::function<void(const nlohmann::json& line)>& on_line);
 

@@ -1,5 +1,6 @@
 #include "kbv/run/runner.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <exception>
@@ -84,7 +85,12 @@ void run_on_ray(const RunRequest& request, const std::vector<std::pair<std::stri
     }
   }
   std::map<std::string, std::int64_t> baselines;  // by problem, protocol, environment and measurement
+  json lanes = json::array();
   const auto file = [&](const json& line) {
+    if (line.contains("lanes")) {
+      lanes = line["lanes"];
+      return;
+    }
     const Pending& p = *pending.at(std::stoul(line.at("key").get<std::string>()));
     if (!line.contains("answer")) {
       const std::string failure = line.value("error", std::string("no answer"));
@@ -118,7 +124,17 @@ void run_on_ray(const RunRequest& request, const std::vector<std::pair<std::stri
     progress.evaluated(record.value("verdict", std::string("?")),
                        describe(p, record) + "  (" + line["answer"].value("node", std::string("?")) + ")");
   };
+  const auto begun = Clock::now();
   evaluate_on_ray(*request.ray, requests, std::filesystem::temp_directory_path().string(), file);
+  if (totals.evaluated) {
+    std::vector<std::int64_t> runs;
+    for (const auto& key : order) {
+      for (const Pending& p : groups.at(key).pending) runs.push_back(store.run(p.job->run_name));
+    }
+    std::sort(runs.begin(), runs.end());
+    runs.erase(std::unique(runs.begin(), runs.end()), runs.end());
+    store.session("run", request.device, runs, std::chrono::duration<double>(Clock::now() - begun).count(), lanes);
+  }
 }
 
 }  // namespace
