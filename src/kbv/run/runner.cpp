@@ -20,6 +20,7 @@
 #include "kbv/eval/reference_side.h"
 #include "kbv/protocol/record.h"
 #include "kbv/run/progress.h"
+#include "kbv/run/record_filer.h"
 
 namespace kbv::run {
 namespace {
@@ -63,8 +64,8 @@ std::string slurp(const std::string& path) {
 }
 
 // Every pending evaluation through kbv serve on a Ray cluster, each answer filed as it comes: the
-// problem and candidate go as text, so the nodes need no shared file system; a baseline row per
-// distinct measurement (each node times its own).
+// problem and candidate go as text, so the nodes need no shared file system (each node times its
+// own baselines).
 void run_on_ray(const RunRequest& request, const std::vector<std::pair<std::string, std::string>>& order,
                 const std::map<std::pair<std::string, std::string>, Group>& groups, store::Store& store, Progress& progress,
                 RunTotals& totals) {
@@ -84,7 +85,7 @@ void run_on_ray(const RunRequest& request, const std::vector<std::pair<std::stri
       pending.push_back(&p);
     }
   }
-  std::map<std::string, std::int64_t> baselines;  // by problem, protocol, environment and measurement
+  RecordFiler filer(store, request.device);
   json lanes = json::array();
   const auto file = [&](const json& line) {
     if (line.contains("lanes")) {
@@ -100,23 +101,7 @@ void run_on_ray(const RunRequest& request, const std::vector<std::pair<std::stri
       return;
     }
     const json& record = line["answer"].at("record");
-    json facts = record.at("versions");
-    facts["device"] = request.device;
-    const std::int64_t environment = store.environment(facts);
-    std::optional<std::int64_t> baseline;
-    if (record.contains("timing") && record["timing"].contains("baseline")) {
-      const json& memory = record["memory"];
-      const std::string key = std::to_string(p.problem_id) + " " + p.protocol + " " + std::to_string(environment) + " " +
-                              record["timing"]["baseline"].dump();
-      if (!baselines.count(key)) {
-        baselines[key] = store.baseline(p.problem_id, p.protocol, request.device, environment, record["timing"]["baseline"],
-                                        memory.contains("baseline_peak_bytes")
-                                            ? std::optional<std::int64_t>(memory["baseline_peak_bytes"].get<std::int64_t>())
-                                            : std::nullopt);
-      }
-      baseline = baselines[key];
-    }
-    store.add_record(p.candidate_id, p.protocol, request.device, baseline, environment, record);
+    filer.file(p.problem_id, p.candidate_id, p.protocol, record);
     ++totals.evaluated;
     totals.evaluate_seconds += line["answer"].value("evaluation_seconds", 0.0);
     ++totals.verdicts[record.value("verdict", std::string("?"))];
@@ -270,6 +255,7 @@ RunTotals run(const RunRequest& request, store::Store& store) {
       progress.note("kbv: audit of " + problem_label(p.job->problem) + ": " + named);
     }
   };
+  RecordFiler filer(store, request.device);
   // A lane owns its workers from start to reaping: a worker dies with the thread that started it.
   const auto lane_work = [&](const std::string& gpu, RunTotals::Lane& mine) {
     eval::WorkerLaunch launch = request.launch;
@@ -284,8 +270,6 @@ RunTotals run(const RunRequest& request, store::Store& store) {
       const Group& group = groups.at(key);
       const protocol::Protocol protocol = protocol::preset(key.second);
       std::unique_ptr<eval::ReferenceSide> reference;
-      std::int64_t environment = 0;
-      std::optional<std::int64_t> baseline;
       try {
         if (request.audit) audit_problem(group.pending.front(), launch);
       } catch (const eval::NoDevice&) {
@@ -317,22 +301,11 @@ RunTotals run(const RunRequest& request, store::Store& store) {
           if (!reference) {
             reference = std::make_unique<eval::ReferenceSide>(eval::ReferenceConfig{
                 p.job->problem.path, request.device, protocol, request.timeout_seconds, request.compile_timeout_seconds, launch});
-            json facts = reference->versions();
-            facts["device"] = request.device;
-            environment = store.environment(facts);
-            baseline.reset();
           }
           relay.next.reset();
           if (i + 1 < group.pending.size()) relay.next = evaluation_of(group.pending[i + 1]);
           record = protocol::to_json(eval::evaluate(evaluation_of(p), *reference, &relay));
-          if (!baseline && reference->baseline_measured()) {
-            const json& memory = record["memory"];
-            baseline = store.baseline(p.problem_id, key.second, request.device, environment, record["timing"]["baseline"],
-                                      memory.contains("baseline_peak_bytes")
-                                          ? std::optional<std::int64_t>(memory["baseline_peak_bytes"].get<std::int64_t>())
-                                          : std::nullopt);
-          }
-          store.add_record(p.candidate_id, key.second, request.device, baseline, environment, record);
+          filer.file(p.problem_id, p.candidate_id, key.second, record);
         } catch (const eval::NoDevice&) {
           std::lock_guard lock(mutex);
           no_device = std::current_exception();

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <iostream>
 #include <list>
-#include <optional>
 
 #include "kbv/eval/compile.h"
 #include "kbv/eval/evaluation.h"
@@ -31,7 +30,8 @@ double seconds_since(std::chrono::steady_clock::time_point from) {
 
 }  // namespace
 
-Service::Service(ServiceConfig config, store::Store& store) : config_(std::move(config)), store_(store) {
+Service::Service(ServiceConfig config, store::Store& store)
+    : config_(std::move(config)), store_(store), filer_(store, config_.device) {
   if (config_.device == "cuda") {
     for (const std::string& gpu : config_.gpus) lanes_.push_back({gpu, {}, 0, 0});
     for (int i = 0; i < std::max(1, config_.compile_jobs); ++i) threads_.emplace_back([this] { builder(); });
@@ -129,8 +129,6 @@ void Service::lane(Lane& me) {
   struct Warm {
     std::string key;
     std::unique_ptr<eval::ReferenceSide> side;
-    std::int64_t environment = 0;
-    std::optional<std::int64_t> baseline;
   };
   std::list<Warm> warm;  // most recently used first
   const auto forget = [&](std::list<Warm>::iterator at) {
@@ -171,9 +169,6 @@ void Service::lane(Lane& me) {
         fresh.side = std::make_unique<eval::ReferenceSide>(eval::ReferenceConfig{
             s.problem.path, config_.device, protocol::preset(s.protocol), config_.timeout_seconds,
             config_.compile_timeout_seconds, launch});
-        json facts = fresh.side->versions();
-        facts["device"] = config_.device;
-        fresh.environment = store_.environment(facts);
         warm.push_front(std::move(fresh));
         std::lock_guard lock(mutex_);
         me.warm.insert(key);
@@ -192,16 +187,7 @@ void Service::lane(Lane& me) {
       request.launch = launch;
       Answer answer;
       answer.record = protocol::to_json(eval::evaluate(request, *side.side));
-      if (!side.baseline && side.side->baseline_measured()) {
-        const json& memory = answer.record["memory"];
-        side.baseline = store_.baseline(job->problem_id, s.protocol, config_.device, side.environment,
-                                        answer.record["timing"]["baseline"],
-                                        memory.contains("baseline_peak_bytes")
-                                            ? std::optional<std::int64_t>(memory["baseline_peak_bytes"].get<std::int64_t>())
-                                            : std::nullopt);
-      }
-      answer.stored = store_.add_record(job->candidate_id, s.protocol, config_.device, side.baseline, side.environment,
-                                        answer.record);
+      answer.stored = filer_.file(job->problem_id, job->candidate_id, s.protocol, answer.record);
       answer.queued_seconds = std::chrono::duration<double>(begun - job->queued).count();
       answer.evaluation_seconds = seconds_since(begun);
       finish(me, &answer.record);

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kbv/eval/worker_client.h"
+#include "kbv/run/record_filer.h"
 #include "kbv/serve/submission.h"
 #include "kbv/store/store.h"
 
@@ -87,6 +88,7 @@ class Service {
 
   const ServiceConfig config_;
   store::Store& store_;
+  run::RecordFiler filer_;
   const Clock::time_point started_ = Clock::now();
 
   mutable std::mutex mutex_;  // everything below
