@@ -93,7 +93,7 @@ class _Node:
 class KbvCluster:
     """kbv serve on each node offering `kbv_node` (at most `nodes`), `gpus_per_node` GPUs each.
 
-    `serve_args` go to every kbv serve (e.g. ["--queue", "16", "--protocol", ...]); `store_dir`, a
+    `serve_args` go to every kbv serve (e.g. ["--queue", "16", "--warm", "8"]); `store_dir`, a
     folder each node writes its store into (default: a temporary folder on the node). A problem's
     requests go to the node that last took one, unless it holds `affinity_slack` more requests in
     flight than the least loaded node.
