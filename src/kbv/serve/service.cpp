@@ -138,9 +138,25 @@ void Service::lane(Lane& me) {
     }
     warm.erase(at);
   };
+  const auto request_of = [&](const Submission& s) {
+    eval::EvalRequest request;
+    request.problem = s.problem.path;
+    request.candidate = s.candidate.path;
+    request.device = config_.device;
+    request.protocol = protocol::preset(s.protocol);
+    request.timeout_seconds = config_.timeout_seconds;
+    request.compile_timeout_seconds = config_.compile_timeout_seconds;
+    request.cache_dir = config_.cache_dir;
+    request.launch = launch;
+    return request;
+  };
+  // As in kbv run, each evaluation starts the next candidate's worker while its own untimed steps
+  // run: the next request of the same problem, built, taken from the queue for this lane then.
+  eval::WorkerRelay relay;
+  std::unique_ptr<Job> next;
   for (;;) {
-    std::unique_ptr<Job> job;
-    {
+    std::unique_ptr<Job> job = std::move(next);
+    if (!job) {
       std::unique_lock lock(mutex_);
       work_.wait(lock, [&] { return !queue_.empty() || (stopping_ && reserved_ == 0); });
       if (queue_.empty()) return;
@@ -176,17 +192,21 @@ void Service::lane(Lane& me) {
         warm.splice(warm.begin(), warm, at);
       }
       Warm& side = warm.front();
-      eval::EvalRequest request;
-      request.problem = s.problem.path;
-      request.candidate = s.candidate.path;
-      request.device = config_.device;
-      request.protocol = protocol::preset(s.protocol);
-      request.timeout_seconds = config_.timeout_seconds;
-      request.compile_timeout_seconds = config_.compile_timeout_seconds;
-      request.cache_dir = config_.cache_dir;
-      request.launch = launch;
+      {
+        std::lock_guard lock(mutex_);
+        const auto same = std::find_if(queue_.begin(), queue_.end(), [&](const std::unique_ptr<Job>& j) {
+          return warm_key(j->submission) == key && j->built.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+        });
+        if (same != queue_.end()) {
+          next = std::move(*same);
+          queue_.erase(same);
+          ++running_;
+        }
+      }
+      relay.next.reset();
+      if (next) relay.next = request_of(next->submission);
       Answer answer;
-      answer.record = protocol::to_json(eval::evaluate(request, *side.side));
+      answer.record = protocol::to_json(eval::evaluate(request_of(s), *side.side, &relay));
       answer.stored = filer_.file(job->problem_id, job->candidate_id, s.protocol, answer.record);
       answer.queued_seconds = std::chrono::duration<double>(begun - job->queued).count();
       answer.evaluation_seconds = seconds_since(begun);
