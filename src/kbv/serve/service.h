@@ -1,7 +1,8 @@
 // kbv serve's evaluator: a bounded queue in front of one lane per GPU (one on the CPU). Each lane
 // keeps the reference sides of its latest problems warm (their workers started, their baselines
-// timed once) and takes first the queued requests for a problem it has warm; on the GPU each
-// candidate is built ahead on the CPU cores while it waits. Every evaluation is kbv eval's,
+// timed once), takes first the queued requests for a problem it has warm, and starts the next
+// one's worker while it evaluates (as kbv run's lanes); on the GPU each candidate is built ahead on
+// the CPU cores while it waits. Every evaluation is kbv eval's,
 // sandbox and verdicts alike, and its record goes to the store as kbv run writes it.
 #pragma once
 
