@@ -11,6 +11,33 @@ from kbv_client.errors import BadRequest, Busy, EvaluationFailed, KbvError, Unav
 _FIELDS = ("problem", "problem_source", "problem_name", "level", "candidate_source", "protocol", "run", "sample")
 
 
+def request_body(candidate_source, problem=None, problem_source=None, **fields):
+    """POST /evaluate's body from evaluate's arguments; BadRequest for a field kbv serve has not."""
+    request = dict(fields, candidate_source=candidate_source)
+    if problem is not None:
+        request["problem"] = str(problem)
+    if problem_source is not None:
+        request["problem_source"] = problem_source
+    unknown = set(request) - set(_FIELDS)
+    if unknown:
+        raise BadRequest("unknown field(s): " + ", ".join(sorted(unknown)))
+    return request
+
+
+def evaluate_all(evaluate, requests, concurrency):
+    """`evaluate(**request)` for each of `requests`, `concurrency` at a time: in order, each answer
+    or the KbvError it ended in."""
+
+    def one(request):
+        try:
+            return evaluate(**request)
+        except KbvError as error:
+            return error
+
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        return list(pool.map(one, requests))
+
+
 class Client:
     """One kbv serve at `url` (e.g. "http://127.0.0.1:8470").
 
@@ -39,14 +66,7 @@ class Client:
         Give the problem as `problem` (a file on the serving machine) or `problem_source` (its text,
         optionally with `problem_name` and `level`); `protocol`, `run`, `sample` as docs/serve.md has them.
         """
-        request = dict(fields, candidate_source=candidate_source)
-        if problem is not None:
-            request["problem"] = str(problem)
-        if problem_source is not None:
-            request["problem_source"] = problem_source
-        unknown = set(request) - set(_FIELDS)
-        if unknown:
-            raise BadRequest("unknown field(s): " + ", ".join(sorted(unknown)))
+        request = request_body(candidate_source, problem, problem_source, **fields)
         waited_since = time.monotonic()
         for attempt in range(self.busy_retries + 1):
             try:
@@ -67,15 +87,7 @@ class Client:
 
         Returns one entry per request, in order: its answer, or the KbvError it ended in.
         """
-
-        def one(request):
-            try:
-                return self.evaluate(**request)
-            except KbvError as error:
-                return error
-
-        with ThreadPoolExecutor(max_workers=concurrency) as pool:
-            return list(pool.map(one, requests))
+        return evaluate_all(self.evaluate, requests, concurrency)
 
     def _call(self, method, path, body=None):
         data = None if body is None else json.dumps(body).encode()

@@ -15,11 +15,10 @@ import subprocess
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import ray
 
-from kbv_client.client import Client
+from kbv_client.client import Client, evaluate_all, request_body
 from kbv_client.errors import Busy, KbvError, Unavailable
 
 _PR_SET_PDEATHSIG = 1
@@ -151,11 +150,7 @@ class KbvCluster:
 
     def evaluate(self, candidate_source, problem=None, problem_source=None, **fields):
         """Client.evaluate's answer, with "node": the url of the kbv serve that answered."""
-        request = dict(fields, candidate_source=candidate_source)
-        if problem is not None:
-            request["problem"] = str(problem)
-        if problem_source is not None:
-            request["problem_source"] = problem_source
+        request = request_body(candidate_source, problem, problem_source, **fields)
         key = problem_key(request)
         while True:
             with self._lock:
@@ -188,15 +183,7 @@ class KbvCluster:
     def evaluate_many(self, requests, concurrency=8):
         """Each dict of `requests` (evaluate's arguments), `concurrency` at a time: in order, each
         answer or the KbvError it ended in."""
-
-        def one(request):
-            try:
-                return self.evaluate(**request)
-            except KbvError as error:
-                return error
-
-        with ThreadPoolExecutor(max_workers=concurrency) as pool:
-            return list(pool.map(one, requests))
+        return evaluate_all(self.evaluate, requests, concurrency)
 
     def metrics(self):
         """Each live node's GET /metrics, by url."""
