@@ -1,6 +1,5 @@
 #include "kbv/run/runner.h"
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <exception>
@@ -65,8 +64,8 @@ std::string slurp(const std::string& path) {
 
 // Every pending evaluation through kbv serve on a Ray cluster, each answer filed as it comes: the
 // problem and candidate go as text, so the nodes need no shared file system (each node times its
-// own baselines).
-void run_on_ray(const RunRequest& request, const std::vector<std::pair<std::string, std::string>>& order,
+// own baselines). Returns the live nodes' lanes, as the store's sessions keep them.
+json run_on_ray(const RunRequest& request, const std::vector<std::pair<std::string, std::string>>& order,
                 const std::map<std::pair<std::string, std::string>, Group>& groups, store::Store& store, Progress& progress,
                 RunTotals& totals) {
   progress.note("kbv: evaluating on the Ray cluster at " + request.ray->address + " (problems not audited)");
@@ -109,17 +108,8 @@ void run_on_ray(const RunRequest& request, const std::vector<std::pair<std::stri
     progress.evaluated(record.value("verdict", std::string("?")),
                        describe(p, record) + "  (" + line["answer"].value("node", std::string("?")) + ")");
   };
-  const auto begun = Clock::now();
   evaluate_on_ray(*request.ray, requests, std::filesystem::temp_directory_path().string(), file);
-  if (totals.evaluated) {
-    std::vector<std::int64_t> runs;
-    for (const auto& key : order) {
-      for (const Pending& p : groups.at(key).pending) runs.push_back(store.run(p.job->run_name));
-    }
-    std::sort(runs.begin(), runs.end());
-    runs.erase(std::unique(runs.begin(), runs.end()), runs.end());
-    store.session("run", request.device, runs, std::chrono::duration<double>(Clock::now() - begun).count(), lanes);
-  }
+  return lanes;
 }
 
 }  // namespace
@@ -167,10 +157,18 @@ RunTotals run(const RunRequest& request, store::Store& store) {
   for (const auto& [key, group] : groups) evaluations += group.pending.size();
   Progress progress(evaluations, request.ray ? 0 : to_build.size(), request.terminal);
   if (totals.already) progress.note("kbv: " + std::to_string(totals.already) + " records already in the store, not redone");
-  if (request.ray) {
-    run_on_ray(request, order, groups, store, progress, totals);
-    progress.finish();
+  // The invocation's lanes into the store's sessions, once it has written a record.
+  const auto keep_session = [&](const json& lanes) {
     totals.wall_seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    if (!totals.evaluated) return;
+    std::vector<std::int64_t> runs;
+    for (const auto& [name, id] : run_ids) runs.push_back(id);
+    store.session("run", request.device, runs, totals.wall_seconds, lanes);
+  };
+  if (request.ray) {
+    const json lanes = run_on_ray(request, order, groups, store, progress, totals);
+    progress.finish();
+    keep_session(lanes);
     return totals;
   }
 
@@ -358,17 +356,12 @@ RunTotals run(const RunRequest& request, store::Store& store) {
   if (builder.joinable()) builder.join();
   progress.finish();
   if (no_device) std::rethrow_exception(no_device);
-  totals.wall_seconds = std::chrono::duration<double>(Clock::now() - started).count();
-  if (totals.evaluated) {
-    std::vector<std::int64_t> runs;
-    for (const auto& [name, id] : run_ids) runs.push_back(id);
-    json lanes = json::array();
-    for (const auto& [name, lane] : totals.lanes) {
-      lanes.push_back({{"lane", name}, {"wall_seconds", lane.wall_seconds}, {"device_seconds", lane.device_seconds},
-                       {"evaluations", lane.evaluations}});
-    }
-    store.session("run", request.device, runs, totals.wall_seconds, lanes);
+  json lane_use = json::array();
+  for (const auto& [name, lane] : totals.lanes) {
+    lane_use.push_back({{"lane", name}, {"wall_seconds", lane.wall_seconds}, {"device_seconds", lane.device_seconds},
+                        {"evaluations", lane.evaluations}});
   }
+  keep_session(lane_use);
   return totals;
 }
 
