@@ -11,7 +11,8 @@
 # bench/overhead.py (stage `overhead`: kbv's own seconds per evaluation beside the kernel time),
 # bench/serve_vs_run.py (stage `serve`: kbv serve against kbv run on the same candidates, over the
 # GPUs of KBV_GPUS, e.g. 0,1 on nvidia-h200-x2; KBV_SERVE_COUNT candidates, default 64),
-# bench/transfer_probe.py (stage `transfer`), bench/startup_probe.py (stage `startup`),
+# bench/transfer_probe.py (stage `transfer`), bench/comparison_probe.py (stage `comparison`: the
+# reference worker's passes over a 6 GiB output), bench/startup_probe.py (stage `startup`),
 # bench/cover_probe.py (stage `cover`: the timing noise of a sub-millisecond call, host or GPU, and
 # the device-wide excess per process pinned to each group of CPUs), bench/excess.py over three
 # verified evaluations each of torch's own reduction and a custom one as candidates (stage `roles`:
@@ -101,6 +102,8 @@ for stage in $stages; do
       bash bench/build_probe.sh cuda bench/suite/candidates/1_ReLU/relu_vec4.py | tee "$out/buildpath.txt" || status=1 ;;
     priority)
       python3 bench/build_priority_probe.py | tee "$out/priority.txt" || status=1 ;;
+    comparison)
+      python3 bench/comparison_probe.py | tee "$out/comparison.txt" || status=1 ;;
     sync)
       # The same wait in plain processes, with and without a copy to the host between samples.
       python3 bench/sync_probe.py | tee "$out/sync.txt" || status=1 ;;

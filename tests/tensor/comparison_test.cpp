@@ -1,6 +1,7 @@
 // The correctness rules of PROTOCOL.md ("Correctness" 3) on real LibTorch tensors.
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -100,10 +101,10 @@ TEST(ScaledError, FusedPassAgreesWithTheExpressions) {
 }
 
 // The expressions go slice by slice (2^24 elements): what lies past the first slice counts, and
-// the RMS is the whole tensor's.
+// the RMS is the whole tensor's. (bfloat16: float and double views take the chunks.)
 TEST(ScaledError, ExpressionsCoverEverySlice) {
   const int64_t side = 4100;  // 16.8 M elements: two slices
-  at::Tensor r = at::randn({side, side});
+  at::Tensor r = at::randn({side, side}).to(at::kBFloat16);
   at::Tensor x = r.clone();
   x.index_put_({side - 1, side - 2}, r.index({side - 1, side - 2}) + 0.5);  // flattened: the second slice
   const at::Tensor rt = r.t().contiguous().t(), xt = x.t().contiguous().t();
@@ -116,6 +117,60 @@ TEST(ScaledError, ExpressionsCoverEverySlice) {
   EXPECT_FALSE(all_finite({x}));
   EXPECT_FALSE(all_finite({x.t().contiguous().t()}));
   EXPECT_TRUE(all_finite({r, rt}));
+}
+
+// Float and double tensors the fused pass does not take (here: transposed views; on the device,
+// every large output) go chunk by chunk in their own dtype; the slices decide wherever a value is
+// not finite or past the dtype's range. Against the fused float64 pass over the same values.
+TEST(ScaledError, ChunksAgreeWithTheFusedPass) {
+  const auto transposed = [](const at::Tensor& t) { return t.t().contiguous().t(); };
+  for (const at::ScalarType type : {at::kFloat, at::kDouble}) {
+    const double within = type == at::kFloat ? 1e-6 : 1e-12;
+    for (const double magnitude : {1.0, 1e-30, 1e30}) {
+      const at::Tensor r = transposed((at::randn({300, 200}, at::kDouble) * magnitude).to(type));
+      const at::Tensor x = transposed((r.to(at::kDouble) * (1 + 1e-3 * at::randn({300, 200}, at::kDouble))).to(type));
+      const double rms = finite_rms(r.contiguous());
+      const std::optional<double> chunked = chunked_scaled_error(x, r, rms);
+      ASSERT_TRUE(chunked.has_value()) << type << " " << magnitude;
+      const double error = scaled_error(x.contiguous(), r.contiguous());
+      EXPECT_GT(error, 1e-4) << type << " " << magnitude;
+      EXPECT_NEAR(*chunked, error, within * error) << type << " " << magnitude;
+      EXPECT_EQ(scaled_error(x, r, rms), *chunked) << type << " " << magnitude;  // the path taken
+      ASSERT_TRUE(chunked_rms(r).has_value()) << type << " " << magnitude;
+      EXPECT_NEAR(*chunked_rms(r), rms, 1e-12 * rms) << type << " " << magnitude;
+    }
+    // The slices decide past float's range, on a reference of zeros, on non-finite values.
+    const at::Tensor huge = transposed(at::full({64, 64}, 3e38, type)), near = huge * 0.999;
+    EXPECT_EQ(chunked_scaled_error(near, huge, finite_rms(huge)).has_value(), type == at::kDouble);
+    EXPECT_NEAR(scaled_error(near, huge), scaled_error(near.contiguous(), huge.contiguous()), 1e-12) << type;
+    const at::Tensor zeros = transposed(at::zeros({64, 64}, type));
+    EXPECT_FALSE(chunked_scaled_error(zeros, zeros, 0.0).has_value()) << type;
+    EXPECT_EQ(scaled_error(zeros.clone(), zeros), 0.0) << type;
+    EXPECT_EQ(scaled_error(transposed(at::full({64, 64}, 1e-30, type)), zeros), kInf) << type;
+    at::Tensor r = at::randn({64, 64}).to(type), x = r.clone();
+    r.index_put_({3, 5}, kInf);
+    x.index_put_({3, 5}, kInf);
+    EXPECT_FALSE(chunked_rms(transposed(r)).has_value()) << type;
+    EXPECT_FALSE(chunked_scaled_error(transposed(x), transposed(r), 1.0).has_value()) << type;
+    EXPECT_EQ(scaled_error(transposed(x), transposed(r)), 0.0) << type;
+    x.index_put_({3, 5}, -kInf);
+    EXPECT_EQ(scaled_error(transposed(x), transposed(r)), kInf) << type;
+    EXPECT_NEAR(finite_rms(transposed(r)), finite_rms(r), 1e-12 * finite_rms(r)) << type;
+  }
+}
+
+// Past the first chunk (2^26 elements) counts too.
+TEST(ScaledError, ChunksCoverEveryChunk) {
+  const int64_t side = 8200;  // 67.2 M elements: two chunks
+  const at::Tensor r = at::randn({side, side});
+  at::Tensor x = r.clone();
+  x.index_put_({side - 1, side - 2}, r.index({side - 1, side - 2}) + 0.5);  // flattened: the second chunk
+  const double rms = finite_rms(r);
+  const std::optional<double> chunked = chunked_scaled_error(x, r, rms);
+  ASSERT_TRUE(chunked.has_value());
+  EXPECT_GT(*chunked, 0.1);
+  EXPECT_NEAR(*chunked, scaled_error(x, r), 1e-6 * *chunked);
+  EXPECT_NEAR(*chunked_rms(r), rms, 1e-9);
 }
 
 TEST(ScaledError, DifferentShapesAreNotComparable) {

@@ -1,7 +1,10 @@
 #include "kbv/check/comparison.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
@@ -168,10 +171,49 @@ double slice_scaled_error(const at::Tensor& x, const at::Tensor& r, double rms) 
   return ratio.max().item<double>();
 }
 
+constexpr int64_t kChunkElements = int64_t{1} << 26;
+
+bool chunkable(const at::Tensor& r) { return r.scalar_type() == at::kFloat || r.scalar_type() == at::kDouble; }
+
 }  // namespace
+
+std::optional<double> chunked_rms(const at::Tensor& r) {
+  if (!chunkable(r)) return std::nullopt;
+  const at::Tensor rf = r.reshape(-1);
+  std::vector<at::Tensor> squares;  // vector_norm casts each chunk to float64 as it reads it
+  for (int64_t begin = 0; begin < rf.numel(); begin += kChunkElements) {
+    const at::Tensor chunk = rf.narrow(0, begin, std::min(kChunkElements, rf.numel() - begin));
+    squares.push_back(at::linalg_vector_norm(chunk, 2, {}, false, at::kDouble).square());
+  }
+  const double sum = at::stack(squares).sum().item<double>();
+  if (!std::isfinite(sum)) return std::nullopt;
+  return std::sqrt(sum / static_cast<double>(rf.numel()));
+}
+
+std::optional<double> chunked_scaled_error(const at::Tensor& x, const at::Tensor& r, double rms) {
+  if (!chunkable(r) || x.scalar_type() != r.scalar_type() || x.numel() != r.numel()) return std::nullopt;
+  const bool single = r.scalar_type() == at::kFloat;
+  const double lowest = single ? std::numeric_limits<float>::min() : std::numeric_limits<double>::min();
+  const double highest = single ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max();
+  if (!(rms >= lowest && rms <= highest / 4)) return std::nullopt;
+  const at::Tensor xf = x.reshape(-1), rf = r.reshape(-1);
+  std::vector<at::Tensor> maxima;  // per chunk: the largest ratio, the largest scale
+  for (int64_t begin = 0; begin < rf.numel(); begin += kChunkElements) {
+    const int64_t length = std::min(kChunkElements, rf.numel() - begin);
+    const at::Tensor rc = rf.narrow(0, begin, length);
+    const at::Tensor scale = rc.abs().add_(rms);
+    const at::Tensor ratio = at::sub(xf.narrow(0, begin, length), rc).abs_().div_(scale);
+    maxima.push_back(at::stack({ratio.amax(), scale.amax()}));
+  }
+  const at::Tensor worst = at::stack(maxima).amax(0).to(at::kDouble).cpu();  // the one read
+  const double ratio = worst[0].item<double>(), scale = worst[1].item<double>();
+  if (!std::isfinite(ratio) || !std::isfinite(scale)) return std::nullopt;
+  return ratio;
+}
 
 double finite_rms(const at::Tensor& r) {
   if (r.device().is_cpu() && r.is_contiguous() && at::isFloatingType(r.scalar_type())) return fused_finite_rms(r);
+  if (const std::optional<double> rms = chunked_rms(r)) return *rms;
   const at::Tensor rf = r.reshape(-1);
   double sum = 0;
   int64_t count = 0;
@@ -195,6 +237,7 @@ double scaled_error(const at::Tensor& x, const at::Tensor& r, std::optional<doub
   if (!at::isFloatingType(r.scalar_type())) return at::equal(x, r) ? 0.0 : kInfinity;
   if (fusable(x, r)) return fused_scaled_error(x, r, reference_rms.value_or(fused_finite_rms(r)));
   const double rms = reference_rms.value_or(finite_rms(r));
+  if (const std::optional<double> error = chunked_scaled_error(x, r, rms)) return *error;
   return max_over_slices(x, r, [rms](const at::Tensor& xs, const at::Tensor& rs) { return slice_scaled_error(xs, rs, rms); });
 }
 
