@@ -11,17 +11,17 @@
 namespace kbv::check {
 
 // Passes over tensors that may be large (device tensors in the worker, mixed dtypes, strided views)
-// that no faster pass takes work on float64 slices of this many elements of the flattened tensors, so that their temporaries
-// take a few times a slice, not a few times the tensor (8 GiB of them for a 512 MiB float32 output
-// on the device).
+// that no faster pass takes work on float64 slices of this many elements of the flattened tensors,
+// so that their temporaries take a few times a slice, not a few times the tensor (8 GiB of them for
+// a 512 MiB float32 output on the device).
 inline constexpr int64_t kSliceElements = int64_t{1} << 24;
 
 // max_i |x_i - r_i| / (rms(r) + |r_i|), in float64 (float and double tensors other than contiguous
 // CPU ones: in their own dtype where every value is finite, within 1e-6 of it relative). The RMS
-// term makes the bound scale-aware:
-// zeros never pass an output whose values are all small. Where r is non-finite, x must hold the
-// same non-finite value; where r is finite, a non-finite x is an infinite error. Non-floating
-// outputs compare exactly (0 or infinity); different shapes do not compare (infinity).
+// term makes the bound scale-aware: zeros never pass an output whose values are all small. Where r
+// is non-finite, x must hold the same non-finite value; where r is finite, a non-finite x is an
+// infinite error. Non-floating outputs compare exactly (0 or infinity); different shapes do not
+// compare (infinity).
 // `reference_rms` overrides rms(r) (for sketches, whose few sampled points estimate it poorly,
 // and for a reference judged many times).
 double scaled_error(const at::Tensor& x, const at::Tensor& r, std::optional<double> reference_rms = std::nullopt);

@@ -620,7 +620,8 @@ namespace {
 // A host tensor's sum and sum of magnitudes in float64: fixed blocks each summed in order, the
 // blocks' sums added in order. torch's parallel sum splits the work by the process's thread
 // count, which the two workers need not share: the last bits then differ, and an honest
-// candidate's draw would read as changed by it (CI once saw one named global_state_tamper).
+// candidate's draw reads as changed by it (CI once named one global_state_tamper on a draw whose
+// float64 sum is not exact).
 constexpr int64_t kChecksumBlock = int64_t{1} << 16;
 
 std::pair<double, double> host_sums(const at::Tensor& t) {
@@ -668,7 +669,15 @@ nlohmann::json input_checksum(const py::list& inputs) {
       abs_sum += sums[1].item<double>();
       continue;
     }
-    const auto [part, abs_part] = host_sums(t.cpu());
+    if (t.is_cuda()) {
+      // Other dtypes accumulate in float64 as the elements are read (bool, which has no abs, is
+      // converted).
+      const at::Tensor v = t.scalar_type() == at::kBool ? t.to(at::kDouble) : t;
+      sum += v.sum(at::kDouble).item<double>();
+      abs_sum += v.abs().sum(at::kDouble).item<double>();
+      continue;
+    }
+    const auto [part, abs_part] = host_sums(t);
     sum += part;
     abs_sum += abs_part;
   }
