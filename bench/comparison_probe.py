@@ -6,10 +6,10 @@ A verified evaluation of a 6 GiB problem makes each of these steps tens of times
 check, per timed call's sketch). This times, side by side in one process, on one float32 tensor of
 the given size: drawing it (torch.rand into memory the caching allocator holds, and into memory it
 must get from the driver again after emptyCache), a ReLU over it, the input checksum (its sums
-accumulated in float64, and in the input's dtype), the output's RMS and the scaled error of a second output against it as
-src/kbv/check/comparison.cpp computed them on the device before d08edad (float64 slices of 2^24
-elements, a host read per slice) and as it does now (chunks in the tensor's own dtype, partial
-results kept on the device and read once). Prints a table of milliseconds (median of 5) last.
+accumulated in float64, and in the input's dtype), the output's RMS and the scaled error of a
+second output against it as src/kbv/check/comparison.cpp computed them on the device before
+d08edad (float64 slices of 2^24 elements, a host read per slice) and as it does now (chunks of 2^26
+elements in the tensor's own dtype, partial results kept on the device and read once). Prints a table of milliseconds (median of 5) last.
 """
 import math
 import statistics
@@ -18,8 +18,8 @@ import time
 
 import torch
 
-SLICE = 1 << 24
-CHUNK = 1 << 28
+SLICE = 1 << 24  # check::kSliceElements
+CHUNK = 1 << 26  # comparison.cpp's kChunkElements
 
 
 def timed(step, repeats=5):
@@ -67,10 +67,11 @@ def checksum(t):
     return t.sum(dtype=torch.float64).item(), t.abs().sum(dtype=torch.float64).item()
 
 
-# Fewer passes: chunks of 2^28 elements, partial results on the device, one read at the end.
+# Fewer passes: chunks, partial results on the device, one read at the end.
 def chunked_rms(r):
     rf = r.reshape(-1)
-    parts = [torch.linalg.vector_norm(rf[b:b + CHUNK], 2, dtype=torch.float64).square() for b in range(0, rf.numel(), CHUNK)]
+    parts = [torch.linalg.vector_norm(rf[b:b + CHUNK], 2, dtype=torch.float64).square()
+             for b in range(0, rf.numel(), CHUNK)]
     return math.sqrt(torch.stack(parts).sum().item() / rf.numel())
 
 
