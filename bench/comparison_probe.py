@@ -9,7 +9,8 @@ must get from the driver again after emptyCache), a ReLU over it, the input chec
 accumulated in float64, and in the input's dtype), the output's RMS and the scaled error of a
 second output against it as src/kbv/check/comparison.cpp computed them on the device before
 d08edad (float64 slices of 2^24 elements, a host read per slice) and as it does now (chunks of 2^26
-elements in the tensor's own dtype, partial results kept on the device and read once). Prints a table of milliseconds (median of 5) last.
+elements in the tensor's own dtype, partial results kept on the device and read once). Prints a
+table of milliseconds (median of 5) last.
 """
 import math
 import statistics
