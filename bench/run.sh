@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# The bench (bench/README.md): the CUDA rows of examples/manifest.tsv and bench/suite/manifest.tsv
-# evaluated by `kbv run --protocols kernelbench` and by bench/kernelbench_loop.py (KernelBench's own
-# loop) at equal trial counts, each from cold extension builds; prints last a table of ratios and
-# appends it, dated, to bench/RESULTS.md.
+# The bench (bench/README.md): a set of CUDA candidates evaluated by `kbv run --protocols kernelbench`
+# and by bench/kernelbench_loop.py (KernelBench's own loop) at equal trial counts, each from cold
+# extension builds; prints last a table of ratios and appends it, dated, to bench/RESULTS.md.
 # Usage: bench/run.sh OUT_DIR     (on the H200, after `make build PYTHON=python3 BUILD=build-gpu`)
-# Environment: KBV (default build-gpu/kbv), KBV_PYTHON (the loop's interpreter; default
+# Environment: KBV_BENCH_SET (suite: the CUDA rows of examples/manifest.tsv and
+# bench/suite/manifest.tsv, the default; corpus: bench/corpus/manifest.tsv, candidates written as
+# LLMs write them), KBV (default build-gpu/kbv), KBV_PYTHON (the loop's interpreter; default
 # scripts/python-env.sh), KBV_COMMIT (the tree's commit where it has no .git), KBV_BENCH_GPU (0),
 # KBV_BENCH_FILTER (extended regex on candidate paths), KBV_BENCH_VERIFIED=1 (one more kbv pass,
-# verified protocol), KBV_BENCH_STAGES (default "kbv loop table"; stage loopsample: the loop here
-# over one candidate in KBV_BENCH_LOOP_SAMPLE, default 9, against the same ones in the recorded
-# loop), KBV_BENCH_BUDGET (seconds after which the loop pauses between candidates; the loop stage
-# resumes it), KBV_BENCH_DEVICE=cpu (smoke
-# test on CPU rows), KBV_BENCH_RESULTS (file the entry is appended to; default bench/RESULTS.md,
-# OUT_DIR/RESULTS.md on the CPU).
+# verified protocol, from cold builds), KBV_BENCH_WARM=1 (after the kbv pass, one more under each
+# protocol over the builds it left: the lane's GPU busy share once builds are warm),
+# KBV_BENCH_STAGES (default "kbv loop table"; stage warm: the warm passes alone; stage
+# loopsample: the loop here over one candidate in KBV_BENCH_LOOP_SAMPLE, default 9, against the
+# same ones in the recorded loop), KBV_BENCH_BUDGET (seconds after which the loop pauses between
+# candidates; the loop stage resumes it),
+# KBV_BENCH_DEVICE=cpu (smoke test on CPU rows), KBV_BENCH_RESULTS (file the entry is appended to;
+# default bench/RESULTS.md, OUT_DIR/RESULTS.md on the CPU).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 [ $# -eq 1 ] || { echo "usage: bench/run.sh OUT_DIR" >&2; exit 2; }
@@ -21,6 +24,11 @@ out=$(cd "$1" && pwd)
 device=${KBV_BENCH_DEVICE:-cuda}
 gpu=${KBV_BENCH_GPU:-0}
 filter=${KBV_BENCH_FILTER:-}
+set_name=${KBV_BENCH_SET:-suite}
+case $set_name in
+  suite | corpus) ;;
+  *) echo "bench: KBV_BENCH_SET must be suite or corpus, not $set_name" >&2; exit 2 ;;
+esac
 kbv=${KBV:-$root/build-gpu/kbv}
 manifest=$out/manifest.tsv
 case $device in
@@ -46,42 +54,54 @@ rows() {  # MANIFEST: its rows for $device as absolute "problem<TAB>candidate<TA
     $col["device"] == device { print base "/" $col["problem"], base "/" $col["candidate"], device }' "$1" |
     awk -F'\t' -v re="$filter" 're == "" || $2 ~ re'
 }
-assemble() {  # OUT/manifest.tsv, and OUT/counts: "EXAMPLES SUITE"; a changed set of candidates discards both sides
-  local examples suite='' n_examples n_suite
-  examples=$(rows "$root/examples/manifest.tsv")
-  if [ -f "$root/bench/suite/manifest.tsv" ]; then
-    suite=$(rows "$root/bench/suite/manifest.tsv")
+assemble() {  # OUT/manifest.tsv, and OUT/counts (the set, in words); a changed set of candidates discards both sides
+  local examples suite='' corpus n_examples n_suite
+  if [ "$set_name" = corpus ]; then
+    corpus=$(rows "$root/bench/corpus/manifest.tsv")
+    { printf 'problem\tcandidate\tdevice\n'; printf '%s\n' "$corpus" | grep .; } >"$manifest.new" || {
+      echo "bench: no $device rows${filter:+ matching $filter} in bench/corpus/manifest.tsv" >&2
+      exit 1
+    }
+    echo "$(($(wc -l <"$manifest.new") - 1)) corpus" >"$out/counts.new"
   else
-    echo "bench: bench/suite/manifest.tsv absent: the examples' rows only" >&2
+    examples=$(rows "$root/examples/manifest.tsv")
+    if [ -f "$root/bench/suite/manifest.tsv" ]; then
+      suite=$(rows "$root/bench/suite/manifest.tsv")
+    else
+      echo "bench: bench/suite/manifest.tsv absent: the examples' rows only" >&2
+    fi
+    n_examples=$(printf '%s' "$examples" | grep -c . || true)
+    n_suite=$(printf '%s' "$suite" | grep -c . || true)
+    { printf 'problem\tcandidate\tdevice\n'; printf '%s\n' "$examples" "$suite" | grep .; } >"$manifest.new" || {
+      echo "bench: no $device rows${filter:+ matching $filter} in the manifests" >&2
+      exit 1
+    }
+    echo "$n_examples example + $n_suite suite" >"$out/counts.new"
+    if [ "$device" = cuda ] && [ -z "$filter" ] && [ "$n_suite" -lt 20 ]; then
+      echo "bench: note: $n_suite suite candidates (issue 6 asks for at least 20)" >&2
+    fi
   fi
-  n_examples=$(printf '%s' "$examples" | grep -c . || true)
-  n_suite=$(printf '%s' "$suite" | grep -c . || true)
-  { printf 'problem\tcandidate\tdevice\n'; printf '%s\n' "$examples" "$suite" | grep .; } >"$manifest.new" || {
-    echo "bench: no $device rows${filter:+ matching $filter} in the manifests" >&2
-    exit 1
-  }
   if [ -f "$manifest" ] && ! cmp -s "$manifest" "$manifest.new"; then
     echo "bench: the candidates differ from those of $out: both sides start afresh" >&2
     rm -rf "$out"/kbv* "$out/loop-extensions" "$out"/loop.* "$out/RESULTS-entry.md"
   fi
   mv "$manifest.new" "$manifest"
-  echo "$n_examples $n_suite" >"$out/counts"
-  echo "bench: $n_examples example + $n_suite suite candidates on $device; work in $out" >&2
-  if [ "$device" = cuda ] && [ -z "$filter" ] && [ "$n_suite" -lt 20 ]; then
-    echo "bench: note: $n_suite suite candidates (issue 6 asks for at least 20)" >&2
-  fi
+  mv "$out/counts.new" "$out/counts"
+  echo "bench: $(cat "$out/counts") candidates on $device; work in $out" >&2
 }
-kbv_pass() {  # PROTOCOL NAME: kbv run over the manifest from a cold cache; wall seconds to OUT/NAME.wall
-  local start status=0
+kbv_pass() {  # PROTOCOL NAME [CACHE]: kbv run over the manifest, builds from CACHE (default: a cold one of its
+  # own); wall seconds to OUT/NAME.wall
+  local start status=0 cache=${3:-$out/$2-cache}
   if [ ! -x "$kbv" ]; then
     echo "bench: no kbv binary at $kbv: build it (make build PYTHON=python3 BUILD=build-gpu, or" \
       "KBV_GPU_STAGES=build tests/gpu/run.sh) or set KBV" >&2
     exit 1
   fi
-  rm -rf "$out/$2-cache" "$out/$2.sqlite"* "$out/$2.wall"  # cold builds, and no store to resume from
+  [ -n "${3:-}" ] || rm -rf "$cache"  # cold builds
+  rm -rf "$out/$2.sqlite"* "$out/$2.wall"  # no store to resume from
   echo "bench: kbv run --protocols $1 (log $out/$2.log)" >&2
   start=$(seconds)
-  KBV_CACHE="$out/$2-cache" "$kbv" run --manifest "$manifest" --db "$out/$2.sqlite" --device "$device" \
+  KBV_CACHE="$cache" "$kbv" run --manifest "$manifest" --db "$out/$2.sqlite" --device "$device" \
     --gpus "$gpu" --protocols "$1" --run-name bench --no-audit >"$out/$2.txt" 2>"$out/$2.log" || status=$?
   elapsed "$start" >"$out/$2.wall"
   cat "$out/$2.txt" >&2
@@ -91,6 +111,10 @@ kbv_pass() {  # PROTOCOL NAME: kbv run over the manifest from a cold cache; wall
     tail -20 "$out/$2.log" >&2
     exit 1
   fi
+}
+warm_passes() {  # kbv run under each protocol over the builds the kbv pass left in OUT/kbv-cache
+  [ -d "$out/kbv-cache" ] || { echo "bench: no $out/kbv-cache: run the kbv stage first" >&2; exit 1; }
+  for protocol in kernelbench verified; do kbv_pass "$protocol" "kbv-warm-$protocol" "$out/kbv-cache"; done
 }
 loop_pass() {  # the loop over the manifest; resumes one that a budget or a kill stopped
   local status=0 resume=
@@ -126,7 +150,7 @@ loop_sample() {  # the loop over every Nth candidate on this machine: its pace a
 }
 
 table() {  # prints the table last, and appends it to $results
-  local commit gpu_facts='' verified=''
+  local commit gpu_facts=''
   for needed in manifest.tsv counts kbv.sqlite kbv.wall loop.jsonl; do
     [ -f "$out/$needed" ] || { echo "bench: no $out/$needed: run the kbv and loop stages first" >&2; exit 1; }
   done
@@ -134,7 +158,6 @@ table() {  # prints the table last, and appends it to $results
     echo "bench: the loop has not finished: run its stage again" >&2
     exit 1
   }
-  [ ! -f "$out/kbv-verified.wall" ] || verified=$out/kbv-verified.sqlite
   commit=${KBV_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
   if [ -z "${KBV_COMMIT:-}" ] && [ -n "$(git -C "$root" status --porcelain 2>/dev/null)" ]; then
     commit="$commit + uncommitted changes"
@@ -142,12 +165,13 @@ table() {  # prints the table last, and appends it to $results
   if [ "$device" = cuda ] && command -v nvidia-smi >/dev/null; then
     gpu_facts=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader -i "$gpu" 2>/dev/null || true)
   fi
-  # shellcheck disable=SC2046  # OUT/counts holds two numbers, two arguments
-  "$python" - "$out" "$results" "$commit" "$device" $(cat "$out/counts") "$gpu_facts" "$verified" <<'PY'
+  "$python" - "$out" "$results" "$commit" "$device" "$(cat "$out/counts")" "$gpu_facts" <<'PY'
 import datetime, json, os, sqlite3, statistics, sys
 
 NO_RUN_YET = "_No H200 run yet._\n"  # bench/RESULTS.md until the first entry
-out, results, commit, device, n_examples, n_suite, gpu_facts, verified = sys.argv[1:]
+out, results, commit, device, counts, gpu_facts = sys.argv[1:]
+if counts.replace(" ", "").isdigit():  # an OUT/counts from before the sets: "EXAMPLES SUITE"
+    counts = "{} example + {} suite".format(*counts.split())
 wall = lambda name: float(open(f"{out}/{name}.wall").read())
 utc = lambda text: datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
 
@@ -158,16 +182,23 @@ def kbv_side(db_path):
                       "JOIN candidates c ON c.id = r.candidate_id").fetchall()
     if not rows:
         sys.exit(f"bench: kbv wrote no record to {db_path}; see its log")
-    stages = {}
+    stages, startups = {}, []
     for _, _, _, record in rows:
-        for name, seconds in json.loads(record).get("stage_seconds", {}).items():
+        seconds_by_stage = json.loads(record).get("stage_seconds", {})
+        for name, seconds in seconds_by_stage.items():
             stages[name] = stages.get(name, 0.0) + seconds
+        # The candidate's start in the lane: its import and first checked call (screen, verified only).
+        startups.append(seconds_by_stage.get("import", 0.0) + seconds_by_stage.get("screen", 0.0))
+    lanes = [lane for (text,) in db.execute("SELECT lanes FROM sessions") for lane in json.loads(text)]
     builds, summed, last = db.execute("SELECT COUNT(*), COALESCE(SUM(seconds), 0), MAX(created) FROM compiles").fetchone()
     began = db.execute("SELECT MIN(created) FROM runs").fetchone()[0]
     facts = db.execute("SELECT facts FROM environments").fetchone()
     return {"records": {path: (verdict, speedup) for path, verdict, speedup, _ in rows},
             "failures": db.execute("SELECT COUNT(*) FROM failures").fetchone()[0],
             "protocol": json.loads(rows[0][3])["protocol"], "stages": stages, "facts": json.loads(facts[0]),
+            "startups": sorted(startups),
+            "busy": (sum(l["device_seconds"] for l in lanes) / sum(l["wall_seconds"] for l in lanes)
+                     if lanes and sum(l["wall_seconds"] for l in lanes) > 0 else None),
             "began": began,
             # Builds run ahead on many cores, beside the GPU lane: their wall span, from the store's stamps.
             "builds": builds, "build_seconds": summed,
@@ -247,17 +278,33 @@ table = [f"{'':28s}{'kbv':>10s}{'loop':>10s}{'kbv/loop':>10s}"]
 for label, a, b, form in rows:
     quotient = a / b if a is not None and b else None
     table.append(f"{label:28s}{cell(a, form):>10s}{cell(b, form):>10s}{cell(quotient, '{:.2f}'):>10s}")
-if verified:
-    v = kbv_side(verified)
-    table.append(f"{'kbv verified, evals/GPU-h':28s}{per_hour(len(v['records']), wall('kbv-verified')):>10.0f}")
 table.append(f"{'verdicts agree':28s}{f'{len(agree)}/{len(both)}':>10s}")
 if ratios:
     table.append(f"{'speedup kbv/loop, median':28s}{statistics.median(ratios):>10.2f}"
                  f"  ({min(ratios):.2f}..{max(ratios):.2f}, {len(ratios)} passing on both)")
+# Each kbv pass: cold builds (the row above), verified from cold builds, and both protocols over the
+# builds the first pass left (builds done elsewhere, as a build farm beside the GPUs would).
+passes = [(name, label) for name, label in
+          (("kbv", "kernelbench, cold builds"), ("kbv-verified", "verified, cold builds"),
+           ("kbv-warm-kernelbench", "kernelbench, warm builds"), ("kbv-warm-verified", "verified, warm builds"))
+          if os.path.exists(f"{out}/{name}.wall") and os.path.exists(f"{out}/{name}.sqlite")]
+table.append("")
+table.append(f"{'kbv pass':28s}{'evals/GPU-h':>12s}{'x loop':>8s}{'GPU busy':>10s}{'start p95':>11s}{'start<=1s':>11s}")
+for name, label in passes:
+    side = kbv if name == "kbv" else kbv_side(f"{out}/{name}.sqlite")
+    rate = per_hour(len(side["records"]), wall(name))
+    startup_seconds = side["startups"]
+    p95 = startup_seconds[min(len(startup_seconds) - 1, int(0.95 * len(startup_seconds)))]
+    within = sum(seconds <= 1.0 for seconds in startup_seconds) / len(startup_seconds)
+    busy = "-" if side["busy"] is None else f"{side['busy']:.0%}"
+    table.append(f"{label:28s}{rate:>12.0f}{rate / per_hour(loop_n, loop_wall):>8.2f}{busy:>10s}"
+                 f"{p95:>10.2f}s{within:>11.0%}")
+    if name != "kbv":
+        notes.append(f"  kbv {label}: {count([v for v, _ in side['records'].values()])}")
 # The sides may run in separate calls (a machine that caps one command's time): when each ran.
 loop_dates = sorted(line["utc"] for line in starts if "utc" in line)
 when = f"kbv ran {kbv['began']}" + (f"; the loop {loop_dates[0]}..{loop_dates[-1]}" if loop_dates else "")
-header = (f"bench: {n_examples} example + {n_suite} suite candidates on {device}: {kbv_n} kbv, {loop_n} loop evaluations\n"
+header = (f"bench: {counts} candidates on {device}: {kbv_n} kbv, {loop_n} loop evaluations\n"
           f"{heading}\n{when}\n{trials}")
 
 stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -280,7 +327,12 @@ for stage in ${KBV_BENCH_STAGES:-kbv loop table}; do
       assemble
       rm -f "$out/RESULTS-entry.md"
       kbv_pass kernelbench kbv
-      if [ "${KBV_BENCH_VERIFIED:-0}" = 1 ]; then kbv_pass verified kbv-verified; else rm -rf "$out"/kbv-verified*; fi ;;
+      if [ "${KBV_BENCH_VERIFIED:-0}" = 1 ]; then kbv_pass verified kbv-verified; else rm -rf "$out"/kbv-verified*; fi
+      rm -rf "$out"/kbv-warm-*
+      if [ "${KBV_BENCH_WARM:-0}" = 1 ]; then warm_passes; fi ;;
+    warm)  # the warm passes alone, over the builds the kbv stage left
+      assemble
+      warm_passes ;;
     loop)  # resumes a paused loop over the same candidates
       assemble
       loop_pass ;;
@@ -288,6 +340,6 @@ for stage in ${KBV_BENCH_STAGES:-kbv loop table}; do
       assemble
       loop_sample ;;
     table) table ;;
-    *) echo "bench: unknown stage $stage (kbv, loop, loopsample, table)" >&2; exit 2 ;;
+    *) echo "bench: unknown stage $stage (kbv, warm, loop, loopsample, table)" >&2; exit 2 ;;
   esac
 done

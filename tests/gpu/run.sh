@@ -27,6 +27,10 @@
 # loop's 21 minutes are not spent again, 4 of its 34 candidates are, for this machine's pace
 # against the record's; its table names both sides' dates; set KBV_COMMIT, the
 # machine's copy of the tree has no git history; the entry is OUT_DIR/bench/RESULTS-entry.md).
+# bench/run.sh over bench/corpus (stage `corpus`: candidates written as LLMs write them, both sides
+# from cold builds, then kbv's warm passes under both protocols; ~25 min, most of it the loop's
+# builds: KBV_BENCH_BUDGET pauses the loop, and the stage run again resumes it where OUT_DIR/corpus
+# is kept),
 # a verified and a kernelbench evaluation of KernelBench's 19_ReLU at its own size, 6 GiB in and out,
 # and its audit (stage `large`: each one's wall and stage seconds),
 # kbv audit over KernelBench's own problems (stage `kernelbench`, KBV_KERNELBENCH=its KernelBench/
@@ -87,6 +91,9 @@ for stage in $stages; do
       mkdir -p "$out/bench" &&
         cp docs/runs/2026-12-01-h200-bench/{loop.jsonl,manifest.tsv,counts} "$out/bench/" &&
         KBV_BENCH_STAGES="kbv loopsample table" bash bench/run.sh "$out/bench" 2>&1 | tee "$out/bench.txt" || status=1 ;;
+    corpus)
+      KBV_BENCH_SET=corpus KBV_BENCH_WARM=1 KBV_BENCH_STAGES=${KBV_BENCH_STAGES:-kbv loop table} \
+        bash bench/run.sh "$out/corpus" 2>&1 | tee -a "$out/corpus.txt" || status=1 ;;
     roles)
       # The device-wide wait's excess by worker: torch's reduction as the candidate beside the same
       # reduction as the baseline, and the split-reduce kernel, three verified evaluations each.
