@@ -55,14 +55,10 @@ rows() {  # MANIFEST: its rows for $device as absolute "problem<TAB>candidate<TA
     awk -F'\t' -v re="$filter" 're == "" || $2 ~ re'
 }
 assemble() {  # OUT/manifest.tsv, and OUT/counts (the set, in words); a changed set of candidates discards both sides
-  local examples suite='' corpus n_examples n_suite
+  local examples suite='' candidates n_examples n_suite
   if [ "$set_name" = corpus ]; then
-    corpus=$(rows "$root/bench/corpus/manifest.tsv")
-    { printf 'problem\tcandidate\tdevice\n'; printf '%s\n' "$corpus" | grep .; } >"$manifest.new" || {
-      echo "bench: no $device rows${filter:+ matching $filter} in bench/corpus/manifest.tsv" >&2
-      exit 1
-    }
-    echo "$(($(wc -l <"$manifest.new") - 1)) corpus" >"$out/counts.new"
+    candidates=$(rows "$root/bench/corpus/manifest.tsv")
+    echo "$(printf '%s' "$candidates" | grep -c . || true) corpus" >"$out/counts.new"
   else
     examples=$(rows "$root/examples/manifest.tsv")
     if [ -f "$root/bench/suite/manifest.tsv" ]; then
@@ -70,17 +66,18 @@ assemble() {  # OUT/manifest.tsv, and OUT/counts (the set, in words); a changed 
     else
       echo "bench: bench/suite/manifest.tsv absent: the examples' rows only" >&2
     fi
+    candidates=$(printf '%s\n' "$examples" "$suite")
     n_examples=$(printf '%s' "$examples" | grep -c . || true)
     n_suite=$(printf '%s' "$suite" | grep -c . || true)
-    { printf 'problem\tcandidate\tdevice\n'; printf '%s\n' "$examples" "$suite" | grep .; } >"$manifest.new" || {
-      echo "bench: no $device rows${filter:+ matching $filter} in the manifests" >&2
-      exit 1
-    }
     echo "$n_examples example + $n_suite suite" >"$out/counts.new"
     if [ "$device" = cuda ] && [ -z "$filter" ] && [ "$n_suite" -lt 20 ]; then
       echo "bench: note: $n_suite suite candidates (issue 6 asks for at least 20)" >&2
     fi
   fi
+  { printf 'problem\tcandidate\tdevice\n'; printf '%s\n' "$candidates" | grep .; } >"$manifest.new" || {
+    echo "bench: no $device rows${filter:+ matching $filter} in the $set_name's manifests" >&2
+    exit 1
+  }
   if [ -f "$manifest" ] && ! cmp -s "$manifest" "$manifest.new"; then
     echo "bench: the candidates differ from those of $out: both sides start afresh" >&2
     rm -rf "$out"/kbv* "$out/loop-extensions" "$out"/loop.* "$out/RESULTS-entry.md"
@@ -190,6 +187,7 @@ def kbv_side(db_path):
         # The candidate's start in the lane: its import and first checked call (screen, verified only).
         startups.append(seconds_by_stage.get("import", 0.0) + seconds_by_stage.get("screen", 0.0))
     lanes = [lane for (text,) in db.execute("SELECT lanes FROM sessions") for lane in json.loads(text)]
+    lane_wall = sum(lane["wall_seconds"] for lane in lanes)
     builds, summed, last = db.execute("SELECT COUNT(*), COALESCE(SUM(seconds), 0), MAX(created) FROM compiles").fetchone()
     began = db.execute("SELECT MIN(created) FROM runs").fetchone()[0]
     facts = db.execute("SELECT facts FROM environments").fetchone()
@@ -197,8 +195,7 @@ def kbv_side(db_path):
             "failures": db.execute("SELECT COUNT(*) FROM failures").fetchone()[0],
             "protocol": json.loads(rows[0][3])["protocol"], "stages": stages, "facts": json.loads(facts[0]),
             "startups": sorted(startups),
-            "busy": (sum(l["device_seconds"] for l in lanes) / sum(l["wall_seconds"] for l in lanes)
-                     if lanes and sum(l["wall_seconds"] for l in lanes) > 0 else None),
+            "busy": (sum(l["device_seconds"] for l in lanes) / lane_wall if lane_wall > 0 else None),
             "began": began,
             # Builds run ahead on many cores, beside the GPU lane: their wall span, from the store's stamps.
             "builds": builds, "build_seconds": summed,
@@ -282,7 +279,7 @@ table.append(f"{'verdicts agree':28s}{f'{len(agree)}/{len(both)}':>10s}")
 if ratios:
     table.append(f"{'speedup kbv/loop, median':28s}{statistics.median(ratios):>10.2f}"
                  f"  ({min(ratios):.2f}..{max(ratios):.2f}, {len(ratios)} passing on both)")
-# Each kbv pass: cold builds (the row above), verified from cold builds, and both protocols over the
+# Each kbv pass: cold builds (the table's kbv column), verified from cold builds, and both protocols over the
 # builds the first pass left (builds done elsewhere, as a build farm beside the GPUs would).
 passes = [(name, label) for name, label in
           (("kbv", "kernelbench, cold builds"), ("kbv-verified", "verified, cold builds"),
