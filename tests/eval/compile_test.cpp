@@ -6,9 +6,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
+#include "kbv/eval/evaluation.h"
+#include "kbv/protocol/protocol.h"
 #include "support/remove_tree.h"
 
 namespace kbv::eval {
@@ -69,6 +72,69 @@ TEST_F(Compile, BuildsTheCandidateWouldMakeLaterAreMadeAhead) {
     }
     EXPECT_TRUE(built) << name << " has no built library under " << scratch();
   }
+}
+
+// A build that fails inside a try (the candidate goes on with PyTorch) is tried once: kbv compile's
+// import keeps its failure, its build ahead and the evaluation's import meet it again without
+// building, and the evaluation still names the fallback.
+TEST_F(Compile, ABuildThatFailedInsideATryIsNotBuiltAgain) {
+  const std::string candidate = std::string(KBV_TEST_DATA_DIR) + "/candidate_failed_build_fallback.py";
+  CompileRequest request;
+  request.candidates = {candidate};
+  request.timeout_seconds = 600;
+  request.cache_dir = scratch().string();
+  request.launch = {.executable = KBV_BINARY, .python = KBV_PYTHON};
+  const CompileResult result = compile_candidates(request).at(0);
+  ASSERT_EQ(result.outcome, "ok") << result.message;
+  ASSERT_EQ(result.ahead["failed"].size(), 1u) << result.ahead.dump();
+  EXPECT_NE(result.ahead["failed"][0]["error"].get<std::string>().find("not built again"), std::string::npos)
+      << result.ahead.dump();
+  bool kept = false;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(scratch())) {
+    kept |= entry.path().filename().string().starts_with("kbv-build-failed-");
+  }
+  EXPECT_TRUE(kept) << "no failed build kept under " << scratch();
+
+  EvalRequest evaluation;
+  evaluation.problem = std::string(KBV_EXAMPLES_DIR) + "/problems/1_ReLU.py";
+  evaluation.candidate = candidate;
+  evaluation.protocol = protocol::preset("verified");
+  evaluation.cache_dir = scratch().string();
+  evaluation.launch = request.launch;
+  const protocol::Record record = evaluate(evaluation);
+  const auto fallback = std::find_if(record.findings.begin(), record.findings.end(),
+                                     [](const protocol::Finding& f) { return f.id == "exception_fallback"; });
+  ASSERT_NE(fallback, record.findings.end()) << "no exception_fallback; verdict " << protocol::name(record.verdict);
+  EXPECT_NE(fallback->evidence.dump().find("not built again"), std::string::npos) << fallback->evidence.dump();
+}
+
+// A candidate that builds with `load` from sources it writes into a fresh temporary folder (a new
+// path in every process) is built once: its evaluation after kbv compile finds the library built.
+TEST_F(Compile, SourcesInATemporaryFolderAreBuiltOnce) {
+  const std::string candidate = std::string(KBV_TEST_DATA_DIR) + "/candidate_temp_folder_sources.py";
+  CompileRequest request;
+  request.candidates = {candidate};
+  request.timeout_seconds = 600;
+  request.cache_dir = scratch().string();
+  request.launch = {.executable = KBV_BINARY, .python = KBV_PYTHON};
+  const CompileResult result = compile_candidates(request).at(0);
+  ASSERT_EQ(result.outcome, "ok") << result.message;
+  std::filesystem::path library;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(scratch())) {
+    if (entry.path().filename() == "kbv_temp_folder_sources.so") library = entry.path();
+  }
+  ASSERT_FALSE(library.empty()) << "no library built under " << scratch();
+  const auto built_at = std::filesystem::last_write_time(library);
+
+  EvalRequest evaluation;
+  evaluation.problem = std::string(KBV_EXAMPLES_DIR) + "/problems/1_ReLU.py";
+  evaluation.candidate = candidate;
+  evaluation.protocol = protocol::preset("kernelbench");
+  evaluation.cache_dir = scratch().string();
+  evaluation.launch = request.launch;
+  const protocol::Record record = evaluate(evaluation);
+  EXPECT_EQ(record.verdict, protocol::Verdict::pass) << protocol::name(record.verdict) << ": " << record.verdict_reason;
+  EXPECT_TRUE(std::filesystem::last_write_time(library) == built_at) << library << " was built again";
 }
 
 }  // namespace
