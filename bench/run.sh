@@ -10,6 +10,7 @@
 # KBV_BENCH_FILTER (extended regex on candidate paths), KBV_BENCH_VERIFIED=1 (one more kbv pass,
 # verified protocol, from cold builds), KBV_BENCH_WARM=1 (after the kbv pass, one more under each
 # protocol over the builds it left: the lane's GPU busy share once builds are warm),
+# KBV_BENCH_WARM_PROTOCOLS (the warm passes' protocols; default "kernelbench verified"),
 # KBV_BENCH_STAGES (default "kbv loop table"; stage warm: the warm passes alone; stage
 # loopsample: the loop here over one candidate in KBV_BENCH_LOOP_SAMPLE, default 9, against the
 # same ones in the recorded loop), KBV_BENCH_BUDGET (seconds after which the loop pauses between
@@ -111,7 +112,7 @@ kbv_pass() {  # PROTOCOL NAME [CACHE]: kbv run over the manifest, builds from CA
 }
 warm_passes() {  # kbv run under each protocol over the builds the kbv pass left in OUT/kbv-cache
   [ -d "$out/kbv-cache" ] || { echo "bench: no $out/kbv-cache: run the kbv stage first" >&2; exit 1; }
-  for protocol in kernelbench verified; do kbv_pass "$protocol" "kbv-warm-$protocol" "$out/kbv-cache"; done
+  for protocol in ${KBV_BENCH_WARM_PROTOCOLS:-kernelbench verified}; do kbv_pass "$protocol" "kbv-warm-$protocol" "$out/kbv-cache"; done
 }
 loop_pass() {  # the loop over the manifest; resumes one that a budget or a kill stopped
   local status=0 resume=
