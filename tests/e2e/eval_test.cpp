@@ -229,6 +229,16 @@ TEST(Unverifiable, StochasticReferenceIsNotJudged) {
   EXPECT_NE(r.record["verdict_reason"].get<std::string>().find("stochastic"), std::string::npos);
 }
 
+TEST(ReferenceFailure, MemoryRunningOutIsNamedNeverAFamilyOutOfDomain) {
+  // Skipping the families under which the reference ran out of memory would weaken the checks.
+  const Outcome r = kbv_eval({(kData / "problem_out_of_memory_on_negatives.py").string(),
+                              (kExamples / "candidates/1_ReLU/cpu_honest.py").string(), "--quiet"},
+                             "reference out of memory");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("the reference worker ran out of memory"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("can't allocate memory"), std::string::npos) << r.err;
+}
+
 TEST(Unverifiable, ReferenceThatMovesInTheLastBitsIsJudged) {
   // Its two calls differ by rounding (a shuffled summation order), far inside the bound: judged,
   // the difference recorded and added to every draw's bound.

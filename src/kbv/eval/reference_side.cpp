@@ -4,6 +4,7 @@
 
 #include "kbv/eval/evaluation.h"
 #include "kbv/eval/timing_run.h"
+#include "kbv/sandbox/explain.h"
 
 namespace kbv::eval {
 namespace {
@@ -15,11 +16,22 @@ using Seconds = std::chrono::duration<double>;
   throw EvalError("the reference worker " + std::string(lost.what()) + "\n" + worker.log_tail());
 }
 
+// Memory that ran out in the reference's worker (torch's words, or its report of the device's
+// failing on NVML) is said so, whatever step it hit: never read as the problem's own error or as
+// an input family out of its domain (a hidden family skipped for it would weaken the checks).
+void throw_if_out_of_memory(const WorkerFailed& failed) {
+  if (sandbox::out_of_memory(failed.what())) {
+    throw EvalError(std::string("the reference worker ran out of memory (the device is shared with the candidate's "
+                                "worker): ") + failed.what());
+  }
+}
+
 // A request to the reference worker: any failure is the evaluator's, not the candidate's.
 Reply reference_request(WorkerClient& worker, const json& command, double timeout, const Attachments& attachments = {}) {
   try {
     return worker.request(command, Seconds(timeout), Outputs::owned, attachments);
   } catch (const WorkerFailed& failed) {
+    throw_if_out_of_memory(failed);
     if (failed.kind == "no_device") throw NoDevice(failed.what());
     if (failed.kind == "problem_error") throw EvalError(failed.what());
     throw EvalError("the reference worker failed (" + failed.kind + "): " + failed.what());
@@ -100,6 +112,7 @@ std::vector<ReferenceDraw> ReferenceSide::draws(const std::vector<Draw>& plan, d
       d.checksum = reply.header.at("checksum");
       if (first) repeat_error = error_of(results[1]);
     } catch (const WorkerFailed& failed) {
+      throw_if_out_of_memory(failed);
       if (failed.kind != "reference_error") throw EvalError("the reference worker failed: " + std::string(failed.what()));
       if (draw.family == protocol::Family::standard) {
         throw EvalError(std::string("the problem's Model raised on its own inputs: ") + failed.what());
@@ -127,6 +140,7 @@ void ReferenceSide::measure_baseline() {
   const Reply memory = reference_request(worker_, {{"cmd", "memory"}, {"mode", "baseline"}}, config_.timeout_seconds);
   baseline_memory_.footprint_bytes = footprint_bytes_;
   protocol::read_memory(memory.header, baseline_memory_);
+  reference_request(worker_, {{"cmd", "drop_pool"}}, config_.timeout_seconds);
 }
 
 void ReferenceSide::trace_once(const ReferenceDraw& draw) {

@@ -341,6 +341,11 @@ void Session::fill_pool(const std::vector<std::uint64_t>& seeds) {
   measure::synchronize(device_);
 }
 
+void Session::drop_pool() {
+  pool_.clear();
+  last_.clear();
+}
+
 void Session::warm_up(int calls, double seconds, double max_seconds, const std::string& mode) {
   const auto begun = std::chrono::steady_clock::now();
   const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - begun).count(); };

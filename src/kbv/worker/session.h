@@ -58,6 +58,10 @@ class Session {
 
   // Timing pool: one input set per seed, refilled in place (same buffers, new values) later.
   void fill_pool(const std::vector<std::uint64_t>& seeds);
+  // Lets the pool's inputs and its calls' last outputs go: the reference's worker, its baseline
+  // measured, would hold them beside every later candidate's evaluation (24 GiB for a 6 GiB
+  // problem under verified, enough to leave an 80 GB card short).
+  void drop_pool();
   measure::TimedCall timed_call(size_t set, const std::string& mode);
   // `calls` plain calls, then timed calls (their samples dropped) for at least `seconds` and
   // until their times settle, at most until `max_seconds`: the GPU's clocks settle under the
@@ -114,7 +118,6 @@ class Session {
   std::unique_ptr<measure::Timer> timer_;
   std::unique_ptr<measure::MemoryMeter> memory_;
   std::vector<pybind11::list> pool_;
-  std::vector<std::uint64_t> pool_seeds_;
   std::vector<Forward> last_;
   std::optional<CandidateWatch> watch_;  // the candidate role under the verified protocol
   // The candidate under the verified protocol: the aten ops of every timed call, and of the

@@ -318,6 +318,10 @@ void handle(Session& session, Channel& channel, Message& message) {
   } else if (name == "pool") {
     session.fill_pool(command.at("seeds").get<std::vector<std::uint64_t>>());
     reply(channel, {{"status", "ok"}});
+  } else if (name == "drop_pool") {
+    session.drop_pool();
+    release_cached_device_memory(session);
+    reply(channel, {{"status", "ok"}});
   } else if (name == "warmup") {
     session.warm_up(command.at("calls"), command.at("seconds"), command.at("max_seconds"), command.at("mode"));
     reply(channel, {{"status", "ok"}, {"clock", session.clock()}});
