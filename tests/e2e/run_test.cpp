@@ -140,6 +140,11 @@ TEST_F(RunAndReport, KilledRunResumesWithEveryRecordOnceAndReports) {
   // ReLU's first sample under kernelbench (both pass there) started the second's worker and
   // waited for it before its own timing.
   EXPECT_GE(scalar(db_, "SELECT COUNT(*) FROM records WHERE protocol = 'kernelbench' AND record LIKE '%\"next_worker\"%'"), 1);
+  // Across groups too: SumReduction's groups hold one sample each, and the last evaluation before
+  // each (but the lane's last) started its worker and its reference side and waited for them.
+  EXPECT_GE(scalar(db_, "SELECT COUNT(*) FROM records r JOIN candidates c ON c.id = r.candidate_id JOIN problems p "
+                        "ON p.id = c.problem_id WHERE p.name = 'SumReduction' AND r.record LIKE '%\"next_worker\"%'"),
+            1);
   // The second sample of a group reaped the first's worker before its own timing. Of ReLU's two
   // groups (2 samples each, one lane), the kill can split only the one in progress.
   EXPECT_GE(scalar(db_, "SELECT COUNT(*) FROM records WHERE record LIKE '%\"previous_worker\"%'"), 1);

@@ -319,7 +319,6 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
   record.candidate = request.candidate;
   record.device = request.device;
   record.protocol = protocol::to_json(protocol);
-  record.versions = reference.versions();
   record.sandbox = request.launch.sandbox ? json{{"enabled", true}, {"limits", sandbox::to_json(request.launch.limits)}}
                                           : json{{"enabled", false}};
 
@@ -336,12 +335,20 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
   // untimed steps run; it is reaped before anything here is timed, in a stage of its own (outside
   // the others, so that no second counts twice).
   const auto reap_previous = [&] {
-    if (!relay || !relay->leaving) return;
+    if (!relay || (!relay->leaving && !relay->leaving_reference)) return;
     const Stage stage(record, "previous_worker");
-    relay->leaving->shutdown();
+    if (relay->leaving) relay->leaving->shutdown();
     relay->leaving.reset();
+    if (relay->leaving_reference) relay->leaving_reference->shutdown();
+    relay->leaving_reference.reset();
   };
 
+  {
+    // Started beside the evaluation before (kbv run) or by the caller: here its load is waited for.
+    const Stage stage(record, "reference_load");
+    reference.ready();
+  }
+  record.versions = reference.versions();
   std::mt19937_64 rng = make_rng(protocol);
   std::vector<ReferenceDraw> references;
   {
@@ -389,8 +396,8 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
     }
   }
 
-  // Nothing timed is left before the candidate's own timing: the next candidate's worker starts
-  // now and is waited for before that timing (kbv run).
+  // Nothing timed is left before the candidate's own timing: the next candidate's worker, and the
+  // next problem's reference side, start now and are waited for before that timing (kbv run).
   if (relay && relay->next) {
     try {
       relay->ready = start_candidate_worker(*relay->next);
@@ -398,11 +405,19 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
       // Its own evaluation starts it again, and files what fails then.
     }
   }
+  if (relay && relay->next_reference && !relay->reference_ahead) {
+    try {
+      relay->reference_ahead = std::make_unique<ReferenceSide>(*relay->next_reference, ReferenceSide::Start::posted);
+    } catch (const std::exception&) {
+      // The next problem's evaluations start it again, and file what fails then.
+    }
+  }
   const auto before_timing = [&] {
     reap_previous();
-    if (!relay || !relay->ready) return;
+    if (!relay || (!relay->ready && !relay->reference_ahead)) return;
     const Stage stage(record, "next_worker");
-    relay->ready->settle();
+    if (relay->ready) relay->ready->settle();
+    if (relay->reference_ahead) relay->reference_ahead->settle();
   };
 
   std::vector<TimedOutputSketch> sketches;

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "kbv/eval/reference_side.h"
 #include "kbv/eval/worker_client.h"
 #include "kbv/protocol/protocol.h"
 #include "kbv/protocol/record.h"
@@ -40,18 +41,23 @@ struct EvalRequest {
 // One evaluation with its own reference worker (kbv eval).
 protocol::Record evaluate(const EvalRequest& request);
 
-// kbv run's evaluations of one problem in a row: each starts the next candidate's worker (forked,
+// kbv run's evaluations in a row on one lane: each starts the next candidate's worker (forked,
 // its device context made, kbv's kernels loaded: ~0.3-0.5 s on the H200) while its own untimed
 // steps run, and waits for it before its candidate's timing; the next evaluation finds it ready.
 // Each also leaves its own worker, asked to exit, for the next to reap before its timing: the
 // teardown of its device context (~0.1 s on the H200) runs beside the next one's untimed steps.
+// Across problems the same holds for the reference side: the last evaluation of a problem starts
+// the next problem's (its worker loads that problem) beside its own untimed steps, and the
+// side of the problem before, exiting, is reaped before the next timing.
 struct WorkerRelay {
   std::unique_ptr<WorkerClient> ready;    // this candidate's worker, started by the evaluation before
-  std::optional<EvalRequest> next;        // the next candidate of the same problem, if any
+  std::optional<EvalRequest> next;        // the next candidate on the lane, if any
   std::unique_ptr<WorkerClient> leaving;  // the previous candidate's worker, exiting
+  std::optional<ReferenceConfig> next_reference;   // the next problem's side, to start; none within a problem
+  std::unique_ptr<ReferenceSide> reference_ahead;  // that side, loading (ReferenceSide::Start::posted)
+  std::unique_ptr<ReferenceSide> leaving_reference;  // the problem before's side, exiting
 };
 
-class ReferenceSide;
 // One candidate against a reference side serving the same problem, device and protocol (kbv run:
 // the side and its baseline outlive the candidate). Throws EvalError when the reference fails; the
 // side is then unusable (a worker started for the next candidate is still in `relay`).

@@ -26,10 +26,10 @@ void throw_if_out_of_memory(const WorkerFailed& failed) {
   }
 }
 
-// A request to the reference worker: any failure is the evaluator's, not the candidate's.
-Reply reference_request(WorkerClient& worker, const json& command, double timeout, const Attachments& attachments = {}) {
+// A reply of the reference worker: any failure is the evaluator's, not the candidate's.
+Reply reference_reply(WorkerClient& worker, const std::function<Reply()>& awaited) {
   try {
-    return worker.request(command, Seconds(timeout), Outputs::owned, attachments);
+    return awaited();
   } catch (const WorkerFailed& failed) {
     throw_if_out_of_memory(failed);
     if (failed.kind == "no_device") throw NoDevice(failed.what());
@@ -40,20 +40,31 @@ Reply reference_request(WorkerClient& worker, const json& command, double timeou
   }
 }
 
+Reply reference_request(WorkerClient& worker, const json& command, double timeout, const Attachments& attachments = {}) {
+  return reference_reply(worker, [&] { return worker.request(command, Seconds(timeout), Outputs::owned, attachments); });
+}
+
 // A mode's scaled error against the first mode, as the worker measured it.
 double error_of(const json& result) { return protocol::error_from_json(result.value("error", json())); }
 
 }  // namespace
 
-ReferenceSide::ReferenceSide(ReferenceConfig config)
+ReferenceSide::ReferenceSide(ReferenceConfig config, Start start)
     : config_(std::move(config)), worker_("reference", config_.launch), rng_(make_rng(config_.protocol)) {
   config_.progress("reference: loading the problem");
-  const Reply loaded = reference_request(worker_,
-                                         {{"cmd", "load"},
-                                          {"problem", config_.problem},
-                                          {"device", config_.device},
-                                          {"protocol", protocol::to_json(config_.protocol)}},
-                                         config_.load_timeout_seconds);
+  const json load = {{"cmd", "load"},
+                     {"problem", config_.problem},
+                     {"device", config_.device},
+                     {"protocol", protocol::to_json(config_.protocol)}};
+  worker_.post(load, Seconds(config_.load_timeout_seconds));
+  loading_ = true;
+  if (start == Start::now) ready();
+}
+
+void ReferenceSide::ready() {
+  if (!loading_) return;
+  loading_ = false;
+  const Reply loaded = reference_reply(worker_, [&] { return worker_.collect(); });
   versions_ = loaded.header.at("versions");
   versions_["kbv"] = KBV_VERSION;
   for (const char* key : {"gpu", "cuda_driver_api"}) {

@@ -35,11 +35,20 @@ struct ReferenceConfig {
 
 class ReferenceSide {
  public:
-  // Starts the reference worker and loads the problem. Throws EvalError.
-  explicit ReferenceSide(ReferenceConfig config);
+  // now: starts the reference worker and loads the problem, throwing EvalError. posted: starts the
+  // worker and returns while it loads the problem (kbv run, beside the evaluation before); ready()
+  // waits for it, before any other call.
+  enum class Start { now, posted };
+  explicit ReferenceSide(ReferenceConfig config, Start start = Start::now);
   ReferenceSide(const ReferenceSide&) = delete;
   ReferenceSide& operator=(const ReferenceSide&) = delete;
   ~ReferenceSide();
+
+  // Waits for a posted start's load, so that the worker is idle (nothing of it runs beside a timed
+  // call); throws nothing: ready() does.
+  void settle() { worker_.settle(); }
+  // The posted start's load, awaited. Throws EvalError where it failed; at once when loaded.
+  void ready();
 
   // What the reference's outputs are for every planned draw and, under the scaled comparison, the
   // TF32 baseline's error against them; `repeat_error`: the error of a second call on the first
@@ -83,6 +92,7 @@ class ReferenceSide {
   WorkerClient worker_;
   nlohmann::json versions_;
   std::int64_t footprint_bytes_ = 0;
+  bool loading_ = false;  // a posted load whose reply is not yet read
   std::mt19937_64 rng_;  // the baseline's timing inputs
   std::optional<protocol::TimingResult> baseline_;
   protocol::MemoryResult baseline_memory_;

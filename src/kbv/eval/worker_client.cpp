@@ -81,6 +81,7 @@ WorkerClient::WorkerClient(const std::string& role, const WorkerLaunch& launch, 
 Reply WorkerClient::request(const nlohmann::json& sent, std::chrono::duration<double> timeout, Outputs outputs,
                             const Attachments& attachments) {
   settle();
+  posted_reply_.reset();
   if (posted_failure_) std::rethrow_exception(std::exchange(posted_failure_, nullptr));
   return await(send(sent, timeout, attachments), outputs);
 }
@@ -94,10 +95,17 @@ void WorkerClient::settle() {
   if (!posted_) return;
   const Posted posted = *std::exchange(posted_, std::nullopt);
   try {
-    await(posted, Outputs::owned);
+    posted_reply_ = await(posted, Outputs::owned);
   } catch (...) {
     if (!posted_failure_) posted_failure_ = std::current_exception();
   }
+}
+
+Reply WorkerClient::collect() {
+  settle();
+  if (posted_failure_) std::rethrow_exception(std::exchange(posted_failure_, nullptr));
+  if (!posted_reply_) throw std::logic_error("collect: no command was posted");
+  return std::move(*std::exchange(posted_reply_, std::nullopt));
 }
 
 WorkerClient::Posted WorkerClient::send(const nlohmann::json& command, std::chrono::duration<double> timeout,

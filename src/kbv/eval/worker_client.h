@@ -85,8 +85,10 @@ class WorkerClient {
   // throws what the reply or its absence would have thrown.
   void post(const nlohmann::json& command, std::chrono::duration<double> timeout);
   // Waits for a posted command's reply, so that the worker is idle; a failure is kept for the
-  // next request().
+  // next request() or collect().
   void settle();
+  // The posted command's reply, awaited if it has not come; throws what request() would have.
+  Reply collect();
   // Asks the worker to exit and returns while its process is torn down (on a GPU, its device
   // context: ~0.1 s on the H200); shutdown() reaps it.
   void begin_shutdown();
@@ -114,6 +116,7 @@ class WorkerClient {
   bool answered_ = false;  // a reply came: from then on anything that ends it is the worker's own doing
   bool running_ = true;
   std::optional<Posted> posted_;
+  std::optional<Reply> posted_reply_;  // the posted command's, once settled, for collect()
   std::exception_ptr posted_failure_;  // what the posted command's reply threw, for the next request
 };
 

@@ -93,9 +93,10 @@ struct Record {
   // The candidate's sandbox: {"enabled": true, "limits": {...}} or {"enabled": false} (--sandbox off).
   nlohmann::json sandbox;
   double wall_seconds = 0;
-  // Wall seconds per stage (reference_draws, baseline, floor, screen, import, checks, probe,
-  // previous_worker, next_worker, timing, memory, findings, shutdown, timed_output_checks); the
-  // candidate worker's start-up (interpreter, torch) falls in its first stage.
+  // Wall seconds per stage (reference_load, reference_draws, baseline, floor, screen, import,
+  // checks, probe, previous_worker, next_worker, timing, memory, findings, shutdown,
+  // timed_output_checks); the candidate worker's start-up (interpreter, torch) falls in its first
+  // stage.
   std::map<std::string, double> stage_seconds;
   // The candidate worker's load, step by step, in its own seconds (where `import` goes).
   std::map<std::string, double> import_steps_seconds;

@@ -258,16 +258,35 @@ RunTotals run(const RunRequest& request, store::Store& store) {
   const auto lane_work = [&](const std::string& gpu, RunTotals::Lane& mine) {
     eval::WorkerLaunch launch = request.launch;
     if (request.device == "cuda") launch.environment.emplace_back("CUDA_VISIBLE_DEVICES", gpu);
-    for (;;) {
-      std::pair<std::string, std::string> key;
-      {
-        std::lock_guard lock(mutex);
-        if (next == order.size() || no_device) return;
-        key = order[next++];
-      }
-      const Group& group = groups.at(key);
-      const protocol::Protocol protocol = protocol::preset(key.second);
-      std::unique_ptr<eval::ReferenceSide> reference;
+    using Key = std::pair<std::string, std::string>;
+    const auto claim = [&]() -> std::optional<Key> {
+      std::lock_guard lock(mutex);
+      if (next == order.size() || no_device) return std::nullopt;
+      return order[next++];
+    };
+    const auto evaluation_of = [&](const Pending& p) {
+      eval::EvalRequest evaluation;
+      evaluation.problem = p.job->problem.path;
+      evaluation.candidate = p.job->candidate.path;
+      evaluation.device = request.device;
+      evaluation.protocol = protocol::preset(p.protocol);
+      evaluation.timeout_seconds = request.timeout_seconds;
+      evaluation.compile_timeout_seconds = request.compile_timeout_seconds;
+      evaluation.cache_dir = request.cache_dir;
+      evaluation.launch = launch;
+      return evaluation;
+    };
+    const auto reference_of = [&](const Pending& p) {
+      return eval::ReferenceConfig{p.job->problem.path, request.device, protocol::preset(p.protocol),
+                                   request.timeout_seconds, request.compile_timeout_seconds, launch};
+    };
+    // Across the lane's groups: the next group, claimed when this one's last evaluation starts, has
+    // its reference side and first worker started beside that evaluation (eval::WorkerRelay).
+    eval::WorkerRelay relay;
+    for (std::optional<Key> key = claim(); key;) {
+      const Group& group = groups.at(*key);
+      std::optional<Key> following;
+      std::unique_ptr<eval::ReferenceSide> reference = std::move(relay.reference_ahead);
       try {
         if (request.audit) audit_problem(group.pending.front(), launch);
       } catch (const eval::NoDevice&) {
@@ -276,34 +295,27 @@ RunTotals run(const RunRequest& request, store::Store& store) {
         stop_building = true;
         return;
       }
-      const auto evaluation_of = [&](const Pending& p) {
-        eval::EvalRequest evaluation;
-        evaluation.problem = p.job->problem.path;
-        evaluation.candidate = p.job->candidate.path;
-        evaluation.device = request.device;
-        evaluation.protocol = protocol;
-        evaluation.timeout_seconds = request.timeout_seconds;
-        evaluation.compile_timeout_seconds = request.compile_timeout_seconds;
-        evaluation.cache_dir = request.cache_dir;
-        evaluation.launch = launch;
-        return evaluation;
-      };
-      eval::WorkerRelay relay;  // each candidate's worker is started during the evaluation before
       for (size_t i = 0; i < group.pending.size(); ++i) {
         const Pending& p = group.pending[i];
         built.at(p.job->candidate.path).wait();
         const auto begun = Clock::now();
         json record;
         std::string failure;
+        bool evaluating = false;  // from here a worker in the relay is the next candidate's
         try {
-          if (!reference) {
-            reference = std::make_unique<eval::ReferenceSide>(eval::ReferenceConfig{
-                p.job->problem.path, request.device, protocol, request.timeout_seconds, request.compile_timeout_seconds, launch});
-          }
+          if (!reference) reference = std::make_unique<eval::ReferenceSide>(reference_of(p));
           relay.next.reset();
-          if (i + 1 < group.pending.size()) relay.next = evaluation_of(group.pending[i + 1]);
+          relay.next_reference.reset();
+          if (i + 1 < group.pending.size()) {
+            relay.next = evaluation_of(group.pending[i + 1]);
+          } else if (!following && (following = claim())) {
+            const Pending& first = groups.at(*following).pending.front();
+            relay.next = evaluation_of(first);
+            relay.next_reference = reference_of(first);
+          }
+          evaluating = true;
           record = protocol::to_json(eval::evaluate(evaluation_of(p), *reference, &relay));
-          filer.file(p.problem_id, p.candidate_id, key.second, record);
+          filer.file(p.problem_id, p.candidate_id, key->second, record);
         } catch (const eval::NoDevice&) {
           std::lock_guard lock(mutex);
           no_device = std::current_exception();
@@ -311,8 +323,10 @@ RunTotals run(const RunRequest& request, store::Store& store) {
           return;
         } catch (const std::exception& error) {  // the problem or the evaluator failed: no record
           failure = error.what();
-          store.failure(p.candidate_id, key.second, request.device, failure);
+          store.failure(p.candidate_id, key->second, request.device, failure);
           reference.reset();  // a failed reference worker serves no one; the next candidate starts another
+          // A worker started for this candidate (its sandbox shows this one's files) serves no other.
+          if (!evaluating) relay.ready.reset();
         }
         const double seconds = std::chrono::duration<double>(Clock::now() - begun).count();
         {
@@ -336,6 +350,12 @@ RunTotals run(const RunRequest& request, store::Store& store) {
           progress.evaluated("failed", "failed  " + p.protocol + "  " + p.job->candidate.path + ": " + failure.substr(0, 300));
         }
       }
+      if (reference) {
+        // Torn down beside the next group's untimed steps, reaped before its first timed call.
+        reference->begin_shutdown();
+        relay.leaving_reference = std::move(reference);
+      }
+      key = following ? following : claim();
     }
   };
   const auto lane = [&](const std::string& gpu) {
