@@ -229,6 +229,22 @@ TEST(Unverifiable, StochasticReferenceIsNotJudged) {
   EXPECT_NE(r.record["verdict_reason"].get<std::string>().find("stochastic"), std::string::npos);
 }
 
+// KBV_PYTHON=python3, as a user writes it: the interpreter found on PATH, as the shell finds it.
+TEST(Interpreter, ABareNameInKbvPythonIsFoundOnPath) {
+  const fs::path python = KBV_PYTHON;
+  const std::string path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
+  setenv("PATH", (python.parent_path().string() + ":" + path).c_str(), 1);
+  setenv("KBV_PYTHON", python.filename().c_str(), 1);
+  const Outcome r = kbv_eval({(kExamples / "problems/1_ReLU.py").string(),
+                              (kExamples / "candidates/1_ReLU/cpu_honest.py").string(), "--protocol", "kernelbench",
+                              "--quiet"},
+                             "bare KBV_PYTHON");
+  unsetenv("KBV_PYTHON");
+  setenv("PATH", path.c_str(), 1);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.record.value("verdict", ""), "pass") << r.err;
+}
+
 TEST(ReferenceFailure, MemoryRunningOutIsNamedNeverAFamilyOutOfDomain) {
   // Skipping the families under which the reference ran out of memory would weaken the checks.
   const Outcome r = kbv_eval({(kData / "problem_out_of_memory_on_negatives.py").string(),

@@ -2,8 +2,12 @@
 
 #include <Python.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
+#include <string_view>
 
 #include "kbv/common/cache_dir.h"
 
@@ -70,8 +74,28 @@ std::vector<std::string> search_paths() {
   return paths;
 }
 
+namespace {
+
+// A name without a slash (KBV_PYTHON=python3) as the shell finds it on PATH: configured by a bare
+// name, CPython finds no prefix and so no torch. The path is kept as found, not resolved: a virtual
+// environment's python is a link to its base interpreter.
+std::string on_path(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string_view rest = path != nullptr ? path : "";
+  while (!rest.empty()) {
+    const size_t end = std::min(rest.find(':'), rest.size());
+    const std::string candidate = std::string(end == 0 ? "." : rest.substr(0, end)) + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    rest.remove_prefix(std::min(end + 1, rest.size()));
+  }
+  return name;
+}
+
+}  // namespace
+
 std::string default_python_executable() {
-  if (const char* env = std::getenv("KBV_PYTHON"); env != nullptr && *env != '\0') return env;
+  if (const char* env = std::getenv("KBV_PYTHON"); env != nullptr && *env != '\0') return on_path(env);
   return KBV_PYTHON_EXECUTABLE;
 }
 
