@@ -253,6 +253,7 @@ TEST(ReferenceFailure, MemoryRunningOutIsNamedNeverAFamilyOutOfDomain) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("the reference worker ran out of memory"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("can't allocate memory"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("[memory then: this process "), std::string::npos) << r.err;  // what held it
 }
 
 TEST(Unverifiable, ReferenceThatMovesInTheLastBitsIsJudged) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <set>
@@ -339,6 +340,24 @@ void Session::fill_pool(const std::vector<std::uint64_t>& seeds) {
     }
   }
   measure::synchronize(device_);
+}
+
+std::string Session::memory_in_words() {
+  if (!memory_) return "";
+  const auto gib = [](std::int64_t bytes) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f GiB", static_cast<double>(bytes) / static_cast<double>(std::int64_t{1} << 30));
+    return std::string(text);
+  };
+  try {
+    std::string words = " [memory then: this process " + gib(memory_->allocated()) + " allocated by torch";
+    if (const std::optional<std::int64_t> used = memory_->driver_used()) {
+      words += "; the device " + gib(*used) + " in use by all processes of " + gib(memory_->capacity());
+    }
+    return words + "]";
+  } catch (const std::exception&) {
+    return "";  // a device left unusable by the failure
+  }
 }
 
 void Session::drop_pool() {

@@ -76,6 +76,10 @@ class Session {
   // bytes of its outputs held from before the call (a buffer the module keeps), their sum (the
   // peak compared), and the driver's used-memory growth over it (GPU).
   nlohmann::json measure_memory(const std::string& mode);
+  // Where memory ran out, who held it: the device's use by every process and this process's
+  // allocated bytes, in words ("" before a device is started or where they cannot be read).
+  // torch's own report of it asks NVML, which the sandbox and some containers do not reach.
+  std::string memory_in_words();
 
   // Median time of a plain device copy of `bytes` bytes under the timing protocol's timer: the
   // yardstick of the physical floor (timing_anomaly).

@@ -25,6 +25,7 @@
 #include "kbv/python/harness.h"
 #include "kbv/python/interpreter.h"
 #include "kbv/sandbox/enter.h"
+#include "kbv/sandbox/explain.h"
 #include "kbv/worker/channel.h"
 #include "kbv/worker/device_handoff.h"
 #include "kbv/worker/fd_passing.h"
@@ -409,6 +410,7 @@ int serve_worker(Role role) {
       text = error.what();
       kind = untyped_failure_kind(role, text);
     }
+    if (sandbox::out_of_memory(text)) text += session.memory_in_words();
     reply(channel, {{"status", "error"}, {"kind", kind}, {"message", text}});
   }
 }
