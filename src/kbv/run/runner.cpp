@@ -1,5 +1,6 @@
 #include "kbv/run/runner.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <exception>
@@ -215,8 +216,9 @@ RunTotals run(const RunRequest& request, store::Store& store) {
   // On the CPU, builds and timing would share the cores: every build finishes before timing starts.
   if (request.device == "cpu") builder.join();
 
-  std::mutex mutex;  // guards `next`, `audit_claimed` and the totals
-  size_t next = 0;
+  std::mutex mutex;  // guards `claimed`, `audit_claimed` and the totals
+  std::vector<bool> claimed(order.size(), false);
+  size_t unclaimed = order.size();
   std::set<std::string> audit_claimed;  // problems audited (or being audited) by some lane
   std::exception_ptr no_device;         // set by the first lane to find no device: every lane stops
   // The problem's audit, once per content and device: the report marks problems whose defect the
@@ -259,10 +261,30 @@ RunTotals run(const RunRequest& request, store::Store& store) {
     eval::WorkerLaunch launch = request.launch;
     if (request.device == "cuda") launch.environment.emplace_back("CUDA_VISIBLE_DEVICES", gpu);
     using Key = std::pair<std::string, std::string>;
+    // The first group in order whose candidates are built, else the first left: on a GPU the lane
+    // evaluates what is ready (torch-only rewrites, builds found in the cache) while the builds of
+    // the rest go on, instead of waiting for the first in order. On the CPU every build is done
+    // before: the order is the discovery's.
     const auto claim = [&]() -> std::optional<Key> {
       std::lock_guard lock(mutex);
-      if (next == order.size() || no_device) return std::nullopt;
-      return order[next++];
+      if (unclaimed == 0 || no_device) return std::nullopt;
+      const auto is_built = [&](size_t g) {
+        return std::all_of(groups.at(order[g]).pending.begin(), groups.at(order[g]).pending.end(), [&](const Pending& p) {
+          return built.at(p.job->candidate.path).wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+        });
+      };
+      size_t pick = order.size();
+      for (size_t g = 0; g < order.size(); ++g) {
+        if (claimed[g]) continue;
+        if (pick == order.size()) pick = g;
+        if (is_built(g)) {
+          pick = g;
+          break;
+        }
+      }
+      claimed[pick] = true;
+      --unclaimed;
+      return order[pick];
     };
     const auto evaluation_of = [&](const Pending& p) {
       eval::EvalRequest evaluation;
