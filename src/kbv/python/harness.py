@@ -31,22 +31,17 @@ _TRANSIENT = re.compile(r"signal|killed|no space left|cannot allocate memory|out
 FAILED_BUILD_LOG = "kbv-build-failed.log"
 
 
-def _call_key(builder, args, kwargs):
-    """A digest of a load_inline or load call: its arguments by name and the contents of the files
-    `load` names as sources. The same digest, the same compiler input. None where an argument has
-    no stable text (a repr holding an address) or a source cannot be read."""
+def _call_key(name, arguments):
+    """A digest of a load_inline or load call (`name`), from its arguments by name and the contents
+    of the files `load` names as sources. The same digest, the same compiler input. None where an
+    argument has no stable text (a repr holding an address) or a source cannot be read."""
     import hashlib
-    import inspect
-    try:
-        bound = inspect.signature(builder).bind(*args, **kwargs).arguments
-    except TypeError:
-        return None  # torch says what is wrong with the call
-    text = repr(sorted(bound.items()))
+    text = repr(sorted(arguments.items()))
     if " at 0x" in text:
         return None
-    digest = hashlib.sha256(f"{builder.__name__}:{text}".encode())
-    if builder.__name__ == "load":
-        sources = bound.get("sources", [])
+    digest = hashlib.sha256(f"{name}:{text}".encode())
+    if name == "load":
+        sources = arguments.get("sources", [])
         for source in [sources] if isinstance(sources, str) else sources:
             try:
                 with open(source, "rb") as f:
@@ -130,17 +125,17 @@ def building_once(builder):
         directory = os.environ.get("TORCH_EXTENSIONS_DIR")
         if not directory:
             return builder(*args, **kwargs)
+        import inspect
+        try:
+            bound = inspect.signature(builder).bind(*args, **kwargs)
+        except TypeError:
+            return builder(*args, **kwargs)  # torch says what is wrong with the call
         if builder.__name__ == "load":
-            import inspect
-            try:
-                bound = inspect.signature(builder).bind(*args, **kwargs)
-            except TypeError:
-                bound = None  # torch says what is wrong with the call
-            moved = _stable_sources(directory, bound.arguments.get("sources")) if bound else None
+            moved = _stable_sources(directory, bound.arguments.get("sources"))
             if moved is not None:
                 bound.arguments["sources"] = moved
-                args, kwargs = bound.args, bound.kwargs
-        key = _call_key(builder, args, kwargs)
+        args, kwargs = bound.args, bound.kwargs
+        key = _call_key(builder.__name__, bound.arguments)
         kept = os.path.join(directory, f"kbv-build-failed-{key}.log") if key else None
         if kept and os.path.exists(kept):
             with open(kept) as f:
