@@ -40,6 +40,27 @@ std::string policy_of_build(bool background) {
   return results.at(0).message;
 }
 
+// `kbv compile` of one test candidate into the suite's cache, in the foreground.
+CompileResult compile_one(const std::string& name) {
+  CompileRequest request;
+  request.candidates = {std::string(KBV_TEST_DATA_DIR) + "/" + name};
+  request.timeout_seconds = 600;
+  request.cache_dir = scratch().string();
+  request.launch = {.executable = KBV_BINARY, .python = KBV_PYTHON};
+  return compile_candidates(request).at(0);
+}
+
+// An evaluation over the suite's cache of `candidate` against the example ReLU problem.
+protocol::Record evaluate_relu(const std::string& name, const std::string& preset) {
+  EvalRequest evaluation;
+  evaluation.problem = std::string(KBV_EXAMPLES_DIR) + "/problems/1_ReLU.py";
+  evaluation.candidate = std::string(KBV_TEST_DATA_DIR) + "/" + name;
+  evaluation.protocol = protocol::preset(preset);
+  evaluation.cache_dir = scratch().string();
+  evaluation.launch = {.executable = KBV_BINARY, .python = KBV_PYTHON};
+  return evaluate(evaluation);
+}
+
 TEST_F(Compile, BuildsInTheBackgroundRunAtTheIdlePriority) {
   const std::string message = policy_of_build(true);
   EXPECT_NE(message.find("scheduling policy SCHED_IDLE"), std::string::npos) << message;
@@ -54,12 +75,7 @@ TEST_F(Compile, OtherBuildsKeepTheNormalPriority) {
 // are made by kbv compile, into the folder its evaluation will use; one whose arguments exist only
 // at run time is named, with why.
 TEST_F(Compile, BuildsTheCandidateWouldMakeLaterAreMadeAhead) {
-  CompileRequest request;
-  request.candidates = {std::string(KBV_TEST_DATA_DIR) + "/candidate_lazy_builds.py"};
-  request.timeout_seconds = 600;
-  request.cache_dir = scratch().string();
-  request.launch = {.executable = KBV_BINARY, .python = KBV_PYTHON};
-  const CompileResult result = compile_candidates(request).at(0);
+  const CompileResult result = compile_one("candidate_lazy_builds.py");
   ASSERT_EQ(result.outcome, "ok") << result.message;
   EXPECT_EQ(result.ahead["built"], nlohmann::json({"kbv_lazy_init", "kbv_lazy_forward"})) << result.ahead.dump();
   EXPECT_TRUE(result.ahead["failed"].empty()) << result.ahead.dump();
@@ -78,13 +94,7 @@ TEST_F(Compile, BuildsTheCandidateWouldMakeLaterAreMadeAhead) {
 // import keeps its failure, its build ahead and the evaluation's import meet it again without
 // building, and the evaluation still names the fallback.
 TEST_F(Compile, ABuildThatFailedInsideATryIsNotBuiltAgain) {
-  const std::string candidate = std::string(KBV_TEST_DATA_DIR) + "/candidate_failed_build_fallback.py";
-  CompileRequest request;
-  request.candidates = {candidate};
-  request.timeout_seconds = 600;
-  request.cache_dir = scratch().string();
-  request.launch = {.executable = KBV_BINARY, .python = KBV_PYTHON};
-  const CompileResult result = compile_candidates(request).at(0);
+  const CompileResult result = compile_one("candidate_failed_build_fallback.py");
   ASSERT_EQ(result.outcome, "ok") << result.message;
   ASSERT_EQ(result.ahead["failed"].size(), 1u) << result.ahead.dump();
   EXPECT_NE(result.ahead["failed"][0]["error"].get<std::string>().find("not built again"), std::string::npos)
@@ -95,13 +105,7 @@ TEST_F(Compile, ABuildThatFailedInsideATryIsNotBuiltAgain) {
   }
   EXPECT_TRUE(kept) << "no failed build kept under " << scratch();
 
-  EvalRequest evaluation;
-  evaluation.problem = std::string(KBV_EXAMPLES_DIR) + "/problems/1_ReLU.py";
-  evaluation.candidate = candidate;
-  evaluation.protocol = protocol::preset("verified");
-  evaluation.cache_dir = scratch().string();
-  evaluation.launch = request.launch;
-  const protocol::Record record = evaluate(evaluation);
+  const protocol::Record record = evaluate_relu("candidate_failed_build_fallback.py", "verified");
   const auto fallback = std::find_if(record.findings.begin(), record.findings.end(),
                                      [](const protocol::Finding& f) { return f.id == "exception_fallback"; });
   ASSERT_NE(fallback, record.findings.end()) << "no exception_fallback; verdict " << protocol::name(record.verdict);
@@ -111,13 +115,7 @@ TEST_F(Compile, ABuildThatFailedInsideATryIsNotBuiltAgain) {
 // A candidate that builds with `load` from sources it writes into a fresh temporary folder (a new
 // path in every process) is built once: its evaluation after kbv compile finds the library built.
 TEST_F(Compile, SourcesInATemporaryFolderAreBuiltOnce) {
-  const std::string candidate = std::string(KBV_TEST_DATA_DIR) + "/candidate_temp_folder_sources.py";
-  CompileRequest request;
-  request.candidates = {candidate};
-  request.timeout_seconds = 600;
-  request.cache_dir = scratch().string();
-  request.launch = {.executable = KBV_BINARY, .python = KBV_PYTHON};
-  const CompileResult result = compile_candidates(request).at(0);
+  const CompileResult result = compile_one("candidate_temp_folder_sources.py");
   ASSERT_EQ(result.outcome, "ok") << result.message;
   std::filesystem::path library;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(scratch())) {
@@ -126,13 +124,7 @@ TEST_F(Compile, SourcesInATemporaryFolderAreBuiltOnce) {
   ASSERT_FALSE(library.empty()) << "no library built under " << scratch();
   const auto built_at = std::filesystem::last_write_time(library);
 
-  EvalRequest evaluation;
-  evaluation.problem = std::string(KBV_EXAMPLES_DIR) + "/problems/1_ReLU.py";
-  evaluation.candidate = candidate;
-  evaluation.protocol = protocol::preset("kernelbench");
-  evaluation.cache_dir = scratch().string();
-  evaluation.launch = request.launch;
-  const protocol::Record record = evaluate(evaluation);
+  const protocol::Record record = evaluate_relu("candidate_temp_folder_sources.py", "kernelbench");
   EXPECT_EQ(record.verdict, protocol::Verdict::pass) << protocol::name(record.verdict) << ": " << record.verdict_reason;
   EXPECT_TRUE(std::filesystem::last_write_time(library) == built_at) << library << " was built again";
 }
