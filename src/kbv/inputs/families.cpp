@@ -44,16 +44,18 @@ at::Tensor heavy(at::IntArrayRef shape, const at::TensorOptions& options, const 
 }
 
 // Mostly exact zeros; the rest log-uniform magnitudes in [1e-2, 1e2] with random signs; a few
-// spikes of 1e3.
+// spikes of 1e3. Computed in place, each temporary freed once used: a draw of a GiB-sized input
+// holds at most three of its size (every extra one is GiBs more the two workers need at once).
 at::Tensor sparse(at::IntArrayRef shape, const at::TensorOptions& options, const nlohmann::json& p,
                   at::Generator& gen) {
   at::Tensor keep = at::empty(shape, options).bernoulli_(p.at("density").get<double>(), gen);
-  at::Tensor magnitude = at::empty(shape, options).uniform_(-2.0, 2.0, gen);
-  magnitude = at::pow(10.0, magnitude);
+  at::Tensor values = at::empty(shape, options).uniform_(-2.0, 2.0, gen);
+  at::pow_out(values, 10.0, values);
   at::Tensor sign = at::empty(shape, options).bernoulli_(0.5, gen).mul_(2).sub_(1);
-  at::Tensor spikes = at::empty(shape, options).bernoulli_(p.at("spike_fraction").get<double>(), gen);
-  at::Tensor values = magnitude.mul_(sign).mul_(keep);
-  return at::where(spikes.to(at::kBool), sign.mul(1e3), values);
+  values.mul_(sign).mul_(keep);
+  keep.reset();
+  const at::Tensor spikes = at::empty(shape, options).bernoulli_(p.at("spike_fraction").get<double>(), gen).to(at::kBool);
+  return at::where_out(values, spikes, sign.mul_(1e3), values);
 }
 
 }  // namespace
@@ -104,7 +106,7 @@ at::Tensor redraw(const at::Tensor& like, Family family, const nlohmann::json& p
       // either way, signs stay, so a domain the problem's own inputs keep (positive, a simplex's
       // signs, a product that neither overflows nor vanishes) is kept too.
       const double s = p.at("spread");
-      values = like.to(draw_type).mul(at::empty(shape, options).uniform_(-s, s, gen).exp_());
+      values = at::empty(shape, options).uniform_(-s, s, gen).exp_().mul_(like);
       break;
     }
     case Family::powered: {
@@ -117,7 +119,7 @@ at::Tensor redraw(const at::Tensor& like, Family family, const nlohmann::json& p
     }
     case Family::standard: break;
   }
-  values = at::where(like == 0, at::zeros({}, options), values);
+  values.masked_fill_(like == 0, 0);
   return values.to(like.scalar_type()).contiguous(like.suggest_memory_format());
 }
 
