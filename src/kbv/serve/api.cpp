@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <random>
 
 #include <nlohmann/json.hpp>
 
@@ -16,9 +18,13 @@ using nlohmann::json;
 
 HttpResponse reply(int status, const json& body) { return {status, body.dump() + "\n", {}}; }
 
+// The service's start in milliseconds and 32 random bits: a cluster's services, started together,
+// can share the millisecond (a Ray test's two did, and answered two requests with one id each).
 std::string start_stamp() {
   const auto now = std::chrono::system_clock::now().time_since_epoch();
-  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now).count());
+  char random[9];
+  std::snprintf(random, sizeof random, "%08x", std::random_device()());
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now).count()) + "-" + random;
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ class Api {
 
   Service& service_;
   const Intake intake_;
-  const std::string id_prefix_;  // the service's start: ids stay unique across restarts on one store
+  const std::string id_prefix_;  // the service's start and random bits: ids stay unique across restarts and services
   std::atomic<std::uint64_t> next_id_ = 0;
 };
 
