@@ -1,6 +1,7 @@
 #include "kbv/hacks/poison.h"
 
 #include <ATen/ATen.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 
 #include "kbv/measure/memory.h"
 
@@ -19,6 +20,7 @@ Poison::Poison(const std::vector<at::Tensor>& like) {
       cpu_ = true;
       continue;
     }
+    cuda_ = true;
     std::vector<at::Tensor> blocks;  // all alive at once, so each is its own block
     for (int i = 0; i < kBlocksPerSize; ++i) {
       blocks.push_back(at::full({static_cast<std::int64_t>(t.nbytes())}, kPattern, t.options().dtype(at::kByte)));
@@ -29,6 +31,7 @@ Poison::Poison(const std::vector<at::Tensor>& like) {
 
 Poison::~Poison() {
   if (cpu_) measure::set_cpu_allocation_poison(false);
+  if (cuda_) c10::cuda::CUDACachingAllocator::emptyCache();
 }
 
 }  // namespace kbv::hacks

@@ -15,12 +15,15 @@ class Poison {
   // blocks the size of `like` (the call's earlier outputs) filled with the pattern, which it
   // gives out again to requests of that size.
   explicit Poison(const std::vector<at::Tensor>& like);
+  // GPU: the poisoned blocks the call left unused go back to the device (four per output size:
+  // 24 GiB for a 6 GiB output, which later requests of other sizes would split and pin).
   ~Poison();
   Poison(const Poison&) = delete;
   Poison& operator=(const Poison&) = delete;
 
  private:
   bool cpu_ = false;
+  bool cuda_ = false;
 };
 
 }  // namespace kbv::hacks

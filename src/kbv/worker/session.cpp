@@ -525,7 +525,7 @@ nlohmann::json Session::probe(const nlohmann::json& spec, const nlohmann::json& 
   const py::list inputs = draw(spec);
   // Each call starts from the same input content, so a candidate that changes its inputs is named
   // for that (input_mutation) and not, through its next output, for something else.
-  const std::vector<at::Tensor> pristine = hacks::snapshot(tensors_of(inputs));
+  std::vector<at::Tensor> pristine = hacks::snapshot(tensors_of(inputs));
   const auto restore_inputs = [&] {
     const std::vector<at::Tensor> current = tensors_of(inputs);
     for (size_t i = 0; i < current.size(); ++i) current[i].copy_(pristine[i]);
@@ -537,7 +537,7 @@ nlohmann::json Session::probe(const nlohmann::json& spec, const nlohmann::json& 
   measure::synchronize(device_);
   watch_->check_threads(native_before, "after a call");
   if (first.bad_output) return {{"skipped", *first.bad_output}};
-  const std::vector<at::Tensor> clean = hacks::snapshot(first.outputs);
+  std::vector<at::Tensor> clean = hacks::snapshot(first.outputs);
   nlohmann::json probe;
 
   // 2. The same inputs again (the first outputs still held), watching exceptions the candidate's
@@ -599,10 +599,15 @@ nlohmann::json Session::probe(const nlohmann::json& spec, const nlohmann::json& 
 
   // 5. The same buffers with another draw's content: the parent judges the output against that
   // draw's reference (a result cached by address, or replayed, does not follow).
+  // The copies the earlier steps kept are freed first: a GiB-sized problem needs the room.
   if (!refresh.is_null()) {
-    const py::list fresh = draw(refresh);
-    const std::vector<at::Tensor> targets = tensors_of(inputs), sources = tensors_of(fresh);
-    for (size_t i = 0; i < targets.size() && i < sources.size(); ++i) targets[i].copy_(sources[i]);
+    pristine.clear();
+    clean.clear();
+    {
+      const py::list fresh = draw(refresh);
+      const std::vector<at::Tensor> targets = tensors_of(inputs), sources = tensors_of(fresh);
+      for (size_t i = 0; i < targets.size() && i < sources.size(); ++i) targets[i].copy_(sources[i]);
+    }
     const Forward refreshed = forward(mode, inputs, "probe: call on refreshed inputs");
     if (refreshed.bad_output) {
       probe["refreshed_bad_output"] = *refreshed.bad_output;

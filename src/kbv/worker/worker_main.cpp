@@ -129,7 +129,7 @@ struct FirstOutputs {
 };
 
 // Each worker gives the device memory its caching allocator holds back to the device after each
-// draw, comparison, probe and audited draw: the two workers share the device, and what one caches
+// draw, comparison, probe, trace, copy floor and audited draw (never between timed calls): the two workers share the device, and what one caches
 // of GiB-sized inputs, copies and outputs the other may need next (an honest 6 GiB ReLU ran out of
 // memory on an 80 GB card while the candidate's worker held 53 GiB from its checked draws).
 void release_cached_device_memory(const Session& session) {
@@ -340,9 +340,13 @@ void handle(Session& session, Channel& channel, Message& message) {
     screened["status"] = "ok";
     reply(channel, screened);
   } else if (name == "floor") {
-    reply(channel, {{"status", "ok"}, {"copy_seconds", session.copy_seconds(command.at("bytes"))}});
+    const double seconds = session.copy_seconds(command.at("bytes"));
+    release_cached_device_memory(session);  // two buffers of the outputs' size
+    reply(channel, {{"status", "ok"}, {"copy_seconds", seconds}});
   } else if (name == "trace") {
-    reply(channel, {{"status", "ok"}, {"trace", session.trace(command.at("draw"), command.at("mode"))}});
+    const json trace = session.trace(command.at("draw"), command.at("mode"));
+    release_cached_device_memory(session);
+    reply(channel, {{"status", "ok"}, {"trace", trace}});
   } else if (name == "probe") {
     std::vector<at::Tensor> refreshed;
     json header = {{"status", "ok"}, {"probe", session.probe(command.at("draw"), command.value("refresh", json()), &refreshed)}};
