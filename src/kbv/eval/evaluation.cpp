@@ -189,6 +189,9 @@ void evaluate_candidate(WorkerClient& worker, ReferenceSide& reference_side, con
     stage.emplace(record, "memory");
     const Reply memory = worker.request({{"cmd", "memory"}, {"mode", "candidate"}}, Seconds(request.timeout_seconds));
     protocol::read_memory(memory.header, *record.candidate_memory);
+    // The timed input sets and their outputs go before the probe draws its own: 24 GiB under
+    // `verified` for a 6 GiB problem, with which its probe ran out of memory on an 80 GB card.
+    worker.request({{"cmd", "drop_pool"}}, Seconds(request.timeout_seconds));
   }
   stage.reset();
   // The probe runs whether or not the checks passed (a hack that also computes wrong values is
