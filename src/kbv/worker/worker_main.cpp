@@ -129,9 +129,10 @@ struct FirstOutputs {
 };
 
 // Each worker gives the device memory its caching allocator holds back to the device after each
-// draw, comparison, probe, trace, copy floor and audited draw (never between timed calls): the two workers share the device, and what one caches
-// of GiB-sized inputs, copies and outputs the other may need next (an honest 6 GiB ReLU ran out of
-// memory on an 80 GB card while the candidate's worker held 53 GiB from its checked draws).
+// draw, comparison, probe, trace, copy floor and audited draw (never between timed calls): the two
+// workers share the device, and what one caches of GiB-sized inputs, copies and outputs the other
+// may need next (an honest 6 GiB ReLU ran out of memory on an 80 GB card while the candidate's
+// worker held 53 GiB from its checked draws).
 void release_cached_device_memory(const Session& session) {
   if (session.device().is_cuda()) c10::cuda::CUDACachingAllocator::emptyCache();
 }
