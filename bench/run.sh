@@ -79,8 +79,10 @@ assemble() {  # OUT/manifest.tsv, and OUT/counts (the set, in words); a changed 
     echo "bench: no $device rows${filter:+ matching $filter} in the $set_name's manifests" >&2
     exit 1
   }
-  if [ -f "$manifest" ] && ! cmp -s "$manifest" "$manifest.new"; then
-    echo "bench: the candidates differ from those of $out: both sides start afresh" >&2
+  # Results without the manifest they were made over cannot be matched to these candidates either.
+  if { [ -f "$manifest" ] && ! cmp -s "$manifest" "$manifest.new"; } ||
+    { [ ! -f "$manifest" ] && { compgen -G "$out/kbv*" || compgen -G "$out/loop.*"; } >/dev/null; }; then
+    echo "bench: the candidates differ from those of $out (or $out does not say which): both sides start afresh" >&2
     rm -rf "$out"/kbv* "$out/loop-extensions" "$out"/loop.* "$out/RESULTS-entry.md"
   fi
   mv "$manifest.new" "$manifest"
