@@ -149,6 +149,11 @@ TEST(Judge, WorkDoneOnSomeCallsForOthersIsUnevenCalls) {
     noisy.insert(noisy.end(), {round % 3 == 0 ? 200e-6 : 100e-6, round % 3 == 1 ? 200e-6 : 100e-6});
   }
   EXPECT_FALSE(judge_uneven_calls(std::vector<double>(24, 300e-6), noisy, 2));
+  // Honest, beside another evaluation on two cores (seen in CI): the other's work lifted the second
+  // call of 8 rounds in 10, 3 ms -> 7 ms; the two rounds it left alone say the calls are even.
+  std::vector<double> alternating;
+  for (int round = 0; round < 10; ++round) alternating.insert(alternating.end(), {3e-3, round % 5 == 0 ? 3e-3 : 7e-3});
+  EXPECT_FALSE(judge_uneven_calls(std::vector<double>(20, 1e-3), alternating, 2));
   // Three sets; one call per round computes all three (30 us), the other two return at once: the
   // median (1 us) is a third of the work per call (10 us).
   std::vector<double> shifted;
