@@ -86,6 +86,7 @@ def main():
         if failed:
             sys.exit("kbv serve failed: %s" % failed[:3])
         added = sorted(a["client_seconds"] - a["queued_seconds"] - a["evaluation_seconds"] for a in answers)
+        admission = sorted(a["admission_seconds"] for a in answers)
     finally:
         serve.terminate()
         serve.wait()
@@ -94,8 +95,10 @@ def main():
     print("|---|---|---|")
     print("| kbv run | %.1f | %.1f |" % (run_wall, 60 * args.count / run_wall))
     print("| kbv serve, %d clients | %.1f | %.1f |" % (args.clients, serve_wall, 60 * args.count / serve_wall))
-    print("kbv serve / kbv run throughput: %.2fx; kbv serve added per request: median %.1f ms, p95 %.1f ms"
-          % (run_wall / serve_wall, 1e3 * added[len(added) // 2], 1e3 * added[int(len(added) * 0.95)]))
+    print("kbv serve / kbv run throughput: %.2fx; kbv serve added per request: median %.1f ms, p95 %.1f ms "
+          "(admission: median %.1f ms, p95 %.1f ms)"
+          % (run_wall / serve_wall, 1e3 * added[len(added) // 2], 1e3 * added[int(len(added) * 0.95)],
+             1e3 * admission[len(admission) // 2], 1e3 * admission[int(len(admission) * 0.95)]))
 
 
 if __name__ == "__main__":

@@ -59,8 +59,8 @@ class Client:
         return self._call("GET", "/metrics")
 
     def evaluate(self, candidate_source, problem=None, problem_source=None, **fields):
-        """The answer of one evaluation: {"id", "record", "stored", "queued_seconds", "evaluation_seconds"}
-        and, from this client, "attempts" (busy answers retried, plus one) and "client_seconds" (the
+        """The answer of one evaluation: {"id", "record", "stored", "admission_seconds", "queued_seconds",
+        "evaluation_seconds"} and, from this client, "attempts" (busy answers retried, plus one) and "client_seconds" (the
         answered attempt's round trip).
 
         Give the problem as `problem` (a file on the serving machine) or `problem_source` (its text,

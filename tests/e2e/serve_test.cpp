@@ -311,6 +311,33 @@ TEST_F(Serve, ASignalStopsItAfterAnsweringWhatItHolds) {
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM records"), 1);
 }
 
+// The service writes a problem's row once, and again each time its file's content changes: the
+// store's content key is always that of the file last evaluated, back to the first content too.
+TEST_F(Serve, AProblemFileEditedBetweenRequestsKeepsItsRowAndItsContentKey) {
+  const fs::path problem = dir_ / "1_ReLU.py";
+  fs::copy_file(problem_, problem);
+  problem_ = problem.string();
+  const std::string first = slurp(problem), edited = first + "\n# edited\n";
+  start();
+  const auto key_after = [&](const std::string& content) {
+    std::ofstream(problem) << content;
+    const Response r = http(port_, "POST", "/evaluate", by_path("cpu_honest.py").dump());
+    EXPECT_EQ(r.status, 200) << r.body.dump();
+    SQLite::Database store(db_.string(), SQLite::OPEN_READONLY, 5000);
+    SQLite::Statement s(store, "SELECT content_key FROM problems WHERE path = ?");
+    s.bind(1, problem.string());
+    EXPECT_TRUE(s.executeStep());
+    return s.getColumn(0).getString();
+  };
+  const std::string original = key_after(first);
+  EXPECT_EQ(key_after(first), original);
+  EXPECT_NE(key_after(edited), original);
+  EXPECT_EQ(key_after(first), original);
+  EXPECT_EQ(stop(), 0);
+  EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM problems"), 1);
+  EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM records"), 4);
+}
+
 // A request's candidate sees its own source only: another request's, beside it on the serving
 // machine, is out of its sandbox's sight (read, it would turn this candidate's outputs to zeros).
 TEST_F(Serve, ACandidateCannotReadAnotherRequestsSource) {

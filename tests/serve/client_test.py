@@ -102,6 +102,9 @@ class LoadTest(Served, unittest.TestCase):
         self.assertTrue(all(isinstance(a, dict) for a in answers), [a for a in answers if not isinstance(a, dict)][:3])
         self.assertEqual(len({a["id"] for a in answers}), count)
         for i, answer in enumerate(answers):
+            # The service's spans of a request lie within the client's round trip of it.
+            spans = answer["admission_seconds"] + answer["queued_seconds"] + answer["evaluation_seconds"]
+            self.assertLessEqual(spans, answer["client_seconds"], answer["id"])
             # The problem's own inputs are [0, 1), where the identity is ReLU: it passes kernelbench only.
             expected = "incorrect" if i % 10 == 8 else "pass"
             self.assertEqual(answer["record"]["verdict"], expected, (i, answer["record"].get("verdict_reason")))
@@ -113,10 +116,11 @@ class LoadTest(Served, unittest.TestCase):
         self.assertEqual(metrics["lanes"][0]["warm_problems"], 2)  # one problem under two protocols
         # What the service adds to an evaluation, as its clients see it (measured, not asserted).
         added = sorted(a["client_seconds"] - a["queued_seconds"] - a["evaluation_seconds"] for a in answers)
+        admission = sorted(a["admission_seconds"] for a in answers)
         print("\nkbv serve, %d requests from 8 clients on the CPU: %.1f s, %.1f evaluations/min, %d busy answers "
-              "retried; added per request: median %.1f ms, p95 %.1f ms"
+              "retried; added per request: median %.1f ms, p95 %.1f ms (admission: median %.1f ms, p95 %.1f ms)"
               % (count, wall, 60 * count / wall, metrics["evaluations"]["refused_busy"], 1e3 * added[count // 2],
-                 1e3 * added[int(count * 0.95)]))
+                 1e3 * added[int(count * 0.95)], 1e3 * admission[count // 2], 1e3 * admission[int(count * 0.95)]))
 
 
 class UnreachableTest(unittest.TestCase):

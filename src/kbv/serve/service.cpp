@@ -58,17 +58,26 @@ std::future<Answer> Service::submit(const Submission& s) {
   auto job = std::make_unique<Job>();
   job->submission = s;
   try {
+    // A run's row is written once, a problem's again only when its file's content changed: each
+    // write on this path is a commit the request waits for.
     std::int64_t run = 0;
     {
       std::lock_guard lock(mutex_);
       if (auto known = run_ids_.find(s.run_name); known != run_ids_.end()) run = known->second;
+      if (auto known = problems_.find(s.problem.path); known != problems_.end() && known->second.first == s.problem.content_key) {
+        job->problem_id = known->second.second;
+      }
     }
     if (!run) {
       run = store_.run(s.run_name);
       std::lock_guard lock(mutex_);
       run_ids_[s.run_name] = run;
     }
-    job->problem_id = store_.problem(s.problem);
+    if (!job->problem_id) {
+      job->problem_id = store_.problem(s.problem);
+      std::lock_guard lock(mutex_);
+      problems_[s.problem.path] = {s.problem.content_key, job->problem_id};
+    }
     job->candidate_id = store_.candidate(run, job->problem_id, s.candidate);
   } catch (...) {
     {

@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -99,6 +100,7 @@ class Service {
   std::size_t reserved_ = 0, running_ = 0;  // accepted and not yet queued; being evaluated
   bool stopping_ = false;
   std::map<std::string, std::int64_t> run_ids_;
+  std::map<std::string, std::pair<std::string, std::int64_t>> problems_;  // by path: the content key last written, the row
   std::size_t done_ = 0, failed_ = 0, refused_ = 0;
   std::deque<Clock::time_point> finished_at_;  // the last minute's completions
   std::map<std::string, double> stage_seconds_;
