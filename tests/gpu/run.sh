@@ -32,7 +32,7 @@
 # builds: KBV_BENCH_BUDGET pauses the loop, and the stage run again resumes it where OUT_DIR/corpus
 # is kept),
 # a verified and a kernelbench evaluation of KernelBench's 19_ReLU at its own size, 6 GiB in and out,
-# and its audit (stage `large`: each one's wall and stage seconds),
+# and its audit (stage `large`: each one's wall, stage seconds and card memory per process),
 # kbv audit over KernelBench's own problems (stage `kernelbench`, KBV_KERNELBENCH=its KernelBench/
 # folder, carried: the machine reaches no repository) and bench/deterministic_cost.py over its
 # transposed convolutions (stage `deterministic`),
@@ -116,15 +116,24 @@ for stage in $stages; do
       python3 bench/sync_probe.py | tee "$out/sync.txt" || status=1 ;;
     large)
       # KernelBench's 19_ReLU at its own size (6 GiB in, 6 GiB out), an honest candidate, both
-      # protocols: each evaluation's wall and where it went (the record's stage seconds).
+      # protocols: each evaluation's wall, its record's (the rest is the processes' start and
+      # exit), where it went (the record's stage seconds) and each process's peak card memory
+      # (nvidia-smi every 200 ms: who held what, should it run out).
       for protocol in verified kernelbench; do
+        nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits -lms 200 \
+          >"$out/large-$protocol-memory.csv" 2>/dev/null &
+        sampler=$!
         began=$(date +%s.%N)
         "$KBV" eval tests/gpu/data/large_relu.py examples/candidates/1_ReLU/cuda_honest.py --device cuda \
           --protocol "$protocol" --quiet --json "$out/large-$protocol.json" >/dev/null || status=1
-        python3 -c 'import json, sys, time; r = json.load(open(sys.argv[1])); print(sys.argv[2], r["verdict"],
-  "wall %.1f s:" % (time.time() - float(sys.argv[3])),
-  " ".join("%s %.1f" % kv for kv in sorted(r["stage_seconds"].items(), key=lambda kv: -kv[1]) if kv[1] >= 0.05))' \
-          "$out/large-$protocol.json" "$protocol" "$began" | tee -a "$out/large.txt"
+        kill "$sampler" 2>/dev/null
+        python3 -c 'import csv, json, sys, time; r = json.load(open(sys.argv[1])); peak = {}
+for row in csv.reader(open(sys.argv[4])):
+    if len(row) == 2 and row[1].strip().isdigit(): peak[row[0]] = max(peak.get(row[0], 0), int(row[1]))
+print(sys.argv[2], r["verdict"], "wall %.1f s, record %.1f s:" % (time.time() - float(sys.argv[3]), r["wall_seconds"]),
+  " ".join("%s %.1f" % kv for kv in sorted(r["stage_seconds"].items(), key=lambda kv: -kv[1]) if kv[1] >= 0.05),
+  "| card peak per process GiB:", " ".join("%.1f" % (v / 1024) for v in sorted(peak.values(), reverse=True)))' \
+          "$out/large-$protocol.json" "$protocol" "$began" "$out/large-$protocol-memory.csv" | tee -a "$out/large.txt"
       done
       began=$(date +%s)
       "$KBV" audit --problems tests/gpu/data/large_relu.py --device cuda --json "$out/large-audit.json" >/dev/null 2>&1 || status=1
