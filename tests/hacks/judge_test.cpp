@@ -124,6 +124,23 @@ TEST(Judge, GpuWithoutOwnKernelIsNoCustomKernel) {
   EXPECT_NE(find(judge_probe(clean_probe(trace), kReluReference, 1e-4, kDetection), "no_custom_kernel"), nullptr);
 }
 
+TEST(Judge, LibraryKernelsReplayedFromAGraphAreNoCustomKernel) {
+  // The worker counted the replayed GEMM and GELU as the library's (no extension defines them); the
+  // copy into the graph's static input ran in an aten op. Nothing was the candidate's own.
+  const json reference = {{"library_ops", {{"aten::linear", 2e-4}, {"aten::gelu", 5e-5}}}};
+  const json trace = {{"extension_calls", json::object()}, {"own_seconds", 0.0}, {"library_ops", {{"aten::copy_", 1e-5}}},
+                      {"current_stream", 7},
+                      {"kernels", {{{"name", "sm90_xmma_gemm"}, {"stream", 7}, {"seconds", 8e-5}, {"own", false}, {"graph", true},
+                                    {"triton", false}, {"after_return", false}},
+                                   {{"name", "vectorized_elementwise_kernel"}, {"stream", 7}, {"seconds", 2e-5}, {"own", false},
+                                    {"graph", true}, {"triton", false}, {"after_return", false}},
+                                   {{"name", "copy_kernel"}, {"stream", 7}, {"seconds", 1e-5}, {"own", false}, {"after_return", false}}}}};
+  const auto findings = judge_probe(clean_probe(trace), reference, 1e-4, kDetection);
+  const Finding* none = find(findings, "no_custom_kernel");
+  ASSERT_NE(none, nullptr);
+  EXPECT_EQ(none->evidence[0]["library_kernels_replayed_from_a_cuda_graph"], 2);
+}
+
 TEST(Judge, ComputeOpsOnlyInTimedCallsAreWatchedOnly) {
   using kbv::hacks::judge_observed_ops;
   // Allocation, views and copies differ between calls for honest reasons; a compute op does not.

@@ -78,7 +78,7 @@ void judge_trace(const json& trace, const json& reference_trace, const json& lib
   const bool gpu = trace.contains("kernels");
   double own = 0, library = 0;
   json library_work = json::object(), low_precision = json::array(), side = json::array();
-  int after_return = 0;
+  int after_return = 0, replayed_library = 0;
   bool any_own = false;
   if (gpu) {
     const json& current = trace["current_stream"];
@@ -91,6 +91,7 @@ void judge_trace(const json& trace, const json& reference_trace, const json& lib
       } else {
         library += seconds;
         library_work[name] = library_work.value(name, 0.0) + seconds;
+        if (k.value("graph", false)) ++replayed_library;
       }
       if (low_precision_kernel(name)) low_precision.push_back(name);
       if (!current.is_null() && k["stream"] != current) {
@@ -122,6 +123,7 @@ void judge_trace(const json& trace, const json& reference_trace, const json& lib
   const json library_top = top(library_work, 5);
   const auto with_calls = [&](json evidence) {
     if (!library_calls.empty()) evidence["library_calls"] = library_calls;
+    if (replayed_library > 0) evidence["library_kernels_replayed_from_a_cuda_graph"] = replayed_library;
     return evidence;
   };
   if (!any_own) {

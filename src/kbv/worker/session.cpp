@@ -576,24 +576,26 @@ nlohmann::json Session::probe(const nlohmann::json& spec, const nlohmann::json& 
 
   // 4b. What its compiled code calls below the dispatcher, which the trace cannot see. On the GPU,
   // a kernel launched outside any aten op is the candidate's only when its compiled code defines
-  // it: the rest were launched by those library calls.
-  if (const char* folder = std::getenv("TORCH_EXTENSIONS_DIR")) {
-    const ExtensionSymbols symbols = extension_symbols(folder);
-    if (!symbols.recording_switches.empty()) {
-      watch_->add("global_state_tamper", "error",
-                  {{"when", "probe"}, {"changes", {{{"what", "op recording"}, {"name", "its extension imports a switch of it"}}}},
-                   {"imports", symbols.recording_switches}});
-    }
-    if (!symbols.library_calls.empty()) {
-      probe["library_calls"] = symbols.library_calls;
-      if (probe.contains("trace") && probe["trace"].contains("kernels")) {
-        for (nlohmann::json& kernel : probe["trace"]["kernels"]) {
-          if (kernel["own"].get<bool>() && !defines_kernel(symbols.defined, kernel["name"].get<std::string>())) {
-            kernel["own"] = false;
-            kernel["launched_in"] = "a library call of the candidate's extension";
-          }
-        }
+  // it: the rest were launched by those library calls. A kernel replayed from a CUDA graph (no
+  // Triton kernel) is held to the same test always: a graph captures library kernels as well.
+  const char* folder = std::getenv("TORCH_EXTENSIONS_DIR");
+  const ExtensionSymbols symbols = folder ? extension_symbols(folder) : ExtensionSymbols{};
+  if (!symbols.recording_switches.empty()) {
+    watch_->add("global_state_tamper", "error",
+                {{"when", "probe"}, {"changes", {{{"what", "op recording"}, {"name", "its extension imports a switch of it"}}}},
+                 {"imports", symbols.recording_switches}});
+  }
+  if (!symbols.library_calls.empty()) probe["library_calls"] = symbols.library_calls;
+  if (probe.contains("trace") && probe["trace"].contains("kernels")) {
+    for (nlohmann::json& kernel : probe["trace"]["kernels"]) {
+      const bool replayed = kernel.value("graph", false) && !kernel.value("triton", false);
+      if (!kernel["own"].get<bool>() || (symbols.library_calls.empty() && !replayed) ||
+          defines_kernel(symbols.defined, kernel["name"].get<std::string>())) {
+        continue;
       }
+      kernel["own"] = false;
+      kernel["launched_in"] = replayed ? "a CUDA graph replay; its code defines no such kernel"
+                                       : "a library call of the candidate's extension";
     }
   }
 
