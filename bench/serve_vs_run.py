@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from kbv_client import Client
+from kbv_client.latency import describe
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -85,8 +86,6 @@ def main():
         failed = [a for a in answers if not isinstance(a, dict)]
         if failed:
             sys.exit("kbv serve failed: %s" % failed[:3])
-        added = sorted(a["client_seconds"] - a["queued_seconds"] - a["evaluation_seconds"] for a in answers)
-        admission = sorted(a["admission_seconds"] for a in answers)
     finally:
         serve.terminate()
         serve.wait()
@@ -95,10 +94,7 @@ def main():
     print("|---|---|---|")
     print("| kbv run | %.1f | %.1f |" % (run_wall, 60 * args.count / run_wall))
     print("| kbv serve, %d clients | %.1f | %.1f |" % (args.clients, serve_wall, 60 * args.count / serve_wall))
-    print("kbv serve / kbv run throughput: %.2fx; kbv serve added per request: median %.1f ms, p95 %.1f ms "
-          "(admission: median %.1f ms, p95 %.1f ms)"
-          % (run_wall / serve_wall, 1e3 * added[len(added) // 2], 1e3 * added[int(len(added) * 0.95)],
-             1e3 * admission[len(admission) // 2], 1e3 * admission[int(len(admission) * 0.95)]))
+    print("kbv serve / kbv run throughput: %.2fx; kbv serve %s" % (run_wall / serve_wall, describe(answers)))
 
 
 if __name__ == "__main__":

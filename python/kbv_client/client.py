@@ -60,8 +60,8 @@ class Client:
 
     def evaluate(self, candidate_source, problem=None, problem_source=None, **fields):
         """The answer of one evaluation: {"id", "record", "stored", "admission_seconds", "queued_seconds",
-        "evaluation_seconds"} and, from this client, "attempts" (busy answers retried, plus one) and
-        "client_seconds" (the answered attempt's round trip).
+        "evaluation_seconds", "service_seconds"} and, from this client, "attempts" (busy answers retried,
+        plus one) and "client_seconds" (the answered attempt's round trip; kbv_client.latency splits it).
 
         Give the problem as `problem` (a file on the serving machine) or `problem_source` (its text,
         optionally with `problem_name` and `level`); `protocol`, `run`, `sample` as docs/serve.md has them.

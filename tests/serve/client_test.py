@@ -13,6 +13,7 @@ import unittest
 from pathlib import Path
 
 from kbv_client import BadRequest, Client, RewardConfig, Unavailable, reward
+from kbv_client.latency import describe
 
 BINARY = os.environ["KBV_BINARY"]
 EXAMPLES = Path(os.environ["KBV_EXAMPLES_DIR"])
@@ -104,7 +105,8 @@ class LoadTest(Served, unittest.TestCase):
         for i, answer in enumerate(answers):
             # The service's spans of a request lie within the client's round trip of it.
             spans = answer["admission_seconds"] + answer["queued_seconds"] + answer["evaluation_seconds"]
-            self.assertLessEqual(spans, answer["client_seconds"], answer["id"])
+            self.assertLessEqual(spans, answer["service_seconds"], answer["id"])
+            self.assertLessEqual(answer["service_seconds"], answer["client_seconds"], answer["id"])
             # The problem's own inputs are [0, 1), where the identity is ReLU: it passes kernelbench only.
             expected = "incorrect" if i % 10 == 8 else "pass"
             self.assertEqual(answer["record"]["verdict"], expected, (i, answer["record"].get("verdict_reason")))
@@ -115,12 +117,8 @@ class LoadTest(Served, unittest.TestCase):
         metrics = self.client.metrics()
         self.assertEqual(metrics["lanes"][0]["warm_problems"], 2)  # one problem under two protocols
         # What the service adds to an evaluation, as its clients see it (measured, not asserted).
-        added = sorted(a["client_seconds"] - a["queued_seconds"] - a["evaluation_seconds"] for a in answers)
-        admission = sorted(a["admission_seconds"] for a in answers)
         print("\nkbv serve, %d requests from 8 clients on the CPU: %.1f s, %.1f evaluations/min, %d busy answers "
-              "retried; added per request: median %.1f ms, p95 %.1f ms (admission: median %.1f ms, p95 %.1f ms)"
-              % (count, wall, 60 * count / wall, metrics["evaluations"]["refused_busy"], 1e3 * added[count // 2],
-                 1e3 * added[int(count * 0.95)], 1e3 * admission[count // 2], 1e3 * admission[int(count * 0.95)]))
+              "retried; %s" % (count, wall, 60 * count / wall, metrics["evaluations"]["refused_busy"], describe(answers)))
 
 
 class UnreachableTest(unittest.TestCase):
