@@ -1,9 +1,9 @@
 """A client of kbv serve's HTTP/JSON API, standard library only."""
 
+import http.client
 import json
 import time
-import urllib.error
-import urllib.request
+import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 
 from kbv_client.errors import BadRequest, Busy, EvaluationFailed, KbvError, Unavailable
@@ -48,6 +48,9 @@ class Client:
 
     def __init__(self, url, timeout=3600.0, busy_retries=1000, busy_patience=3600.0):
         self.url = url.rstrip("/")
+        self._where = urllib.parse.urlsplit(self.url)
+        if self._where.scheme != "http" or not self._where.hostname:
+            raise ValueError("kbv serve's address is http://HOST:PORT, not %r" % url)
         self.timeout = timeout
         self.busy_retries = busy_retries
         self.busy_patience = busy_patience
@@ -90,25 +93,32 @@ class Client:
         return evaluate_all(self.evaluate, requests, concurrency)
 
     def _call(self, method, path, body=None):
+        # http.client, not urllib: kbv serve speaks plain HTTP, and urllib's first requests (one per
+        # thread that finds no opener yet) each load the system's TLS trust store (Python >= 3.12).
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.url + path, data=data, method=method,
-                                         headers={"Content-Type": "application/json"})
+        connection = http.client.HTTPConnection(self._where.hostname, self._where.port, timeout=self.timeout)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                return json.loads(response.read())
-        except urllib.error.HTTPError as error:
-            try:
-                answer = json.loads(error.read())
-            except ValueError:
-                answer = {}
-            message = answer.get("error", "HTTP %d" % error.code)
-            if error.code == 503:
-                answer["retry_after"] = float(error.headers.get("Retry-After", "1"))
-                raise Busy(message, error.code, answer) from None
-            if error.code == 500 and "id" in answer:
-                raise EvaluationFailed(message, error.code, answer) from None
-            if 400 <= error.code < 500:
-                raise BadRequest(message, error.code, answer) from None
-            raise KbvError(message, error.code, answer) from None
-        except (urllib.error.URLError, ConnectionError, TimeoutError) as error:
-            raise Unavailable("kbv serve at %s: %s" % (self.url, getattr(error, "reason", error))) from None
+            connection.request(method, self._where.path + path, body=data, headers={"Content-Type": "application/json"})
+            response = connection.getresponse()
+            status, retry_after, raw = response.status, response.getheader("Retry-After", "1"), response.read()
+        except (OSError, http.client.HTTPException) as error:
+            raise Unavailable("kbv serve at %s: %s" % (self.url, error)) from None
+        finally:
+            connection.close()
+        try:
+            answer = json.loads(raw)
+        except ValueError:
+            if status == 200:
+                raise KbvError("kbv serve at %s answered 200 with no JSON" % self.url, status, {}) from None
+            answer = {}
+        if status == 200:
+            return answer
+        message = answer.get("error", "HTTP %d" % status)
+        if status == 503:
+            answer["retry_after"] = float(retry_after)
+            raise Busy(message, status, answer)
+        if status == 500 and "id" in answer:
+            raise EvaluationFailed(message, status, answer)
+        if 400 <= status < 500:
+            raise BadRequest(message, status, answer)
+        raise KbvError(message, status, answer)
