@@ -126,6 +126,11 @@ class UnreachableTest(unittest.TestCase):
         with self.assertRaises(Unavailable):
             Client("http://127.0.0.1:9", timeout=5).health()
 
+    def test_an_address_kbv_serve_cannot_have_is_refused_when_given(self):
+        for url in ("127.0.0.1:8470", "https://127.0.0.1:8470", "http://"):
+            with self.assertRaisesRegex(ValueError, "http://HOST:PORT"):
+                Client(url)
+
 
 class RewardTest(unittest.TestCase):
     def record(self, verdict, speedup=None):
