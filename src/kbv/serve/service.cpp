@@ -22,13 +22,9 @@ struct Service::Job {
   Clock::time_point queued;
 };
 
-namespace {
-
 double seconds_since(std::chrono::steady_clock::time_point from) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
 }
-
-}  // namespace
 
 Service::Service(ServiceConfig config, store::Store& store)
     : config_(std::move(config)), store_(store), filer_(store, config_.device) {

@@ -47,6 +47,9 @@ struct Busy : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Seconds from `from` to now: each span a request's answer reports is measured so.
+double seconds_since(std::chrono::steady_clock::time_point from);
+
 // What a request gets back: the record (kbv eval --json's) and where its time went.
 struct Answer {
   nlohmann::json record;
