@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -269,6 +270,38 @@ TEST(WorkerProcess, StartRejectsBadArgumentsAndReportsExecFailure) {
     EXPECT_NE(std::string(e.what()).find("exec in the child for /nonexistent/kbv-worker"), std::string::npos)
         << e.what();
   }
+}
+
+TEST(WorkerProcess, StartForkedRunsItsBodyAsAWorkerWithOnlyTheChannelOpen) {
+  const int leaked = fcntl(2, F_DUPFD, 10);  // no O_CLOEXEC, and no exec to close it
+  ASSERT_GE(leaked, 10);
+  std::printf("unflushed in the parent\n");  // must not be written again by the child
+  WorkerProcess worker = WorkerProcess::start_forked([leaked] {
+    std::printf("fd %s, parent %d\n", fcntl(leaked, F_GETFD) == -1 ? "closed" : "open", static_cast<int>(getppid()));
+    std::fflush(stdout);
+    return run_echo_worker();
+  });
+  close(leaked);
+  worker.send({{"op", "echo"}, {"n", 1}});
+  Received r = worker.receive(Clock::now() + 10s);
+  ASSERT_EQ(r.status, Received::Status::message) << r.error;
+  EXPECT_EQ(r.message.header["n"], 1);
+  worker.send({{"op", "exit"}, {"code", 7}});
+  EXPECT_EQ(worker.receive(Clock::now() + 10s).status, Received::Status::closed);
+  EXPECT_EQ(worker.wait().code, 7);
+  EXPECT_EQ(worker.log_tail(), "fd closed, parent " + std::to_string(getpid()) + "\n");
+}
+
+TEST(WorkerProcess, StartForkedRefusesAProcessOfSeveralThreads) {
+  std::atomic<bool> done = false;
+  std::thread other([&] {
+    while (!done) std::this_thread::sleep_for(1ms);
+  });
+  EXPECT_FALSE(single_threaded());
+  EXPECT_THROW(WorkerProcess::start_forked([] { return 0; }), std::logic_error);
+  done = true;
+  other.join();
+  EXPECT_TRUE(single_threaded());
 }
 
 TEST(WorkerProcess, DestructorKillsAndReapsAndMovesTransferOwnership) {

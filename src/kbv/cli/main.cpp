@@ -87,7 +87,10 @@ kbv::eval::WorkerLaunch worker_launch(const std::string& zygote, const SandboxOp
   }
   if (zygote != "off") {
     try {
-      launch.zygote = kbv::worker::Zygote::start(launch.executable, launch.python);
+      // Forked from this process, which has read nothing but its command line by now.
+      const std::string python = launch.python;
+      launch.zygote = kbv::worker::Zygote::start(launch.executable, python, std::chrono::seconds(300),
+                                                 [python] { return kbv::worker::run_zygote(python); });
     } catch (const std::exception& failed) {
       std::cerr << "kbv: no zygote (" << failed.what() << "); starting workers afresh\n";
     }

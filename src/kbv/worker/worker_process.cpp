@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string_view>
 #include <system_error>
 
@@ -85,11 +86,13 @@ std::vector<char*> c_strings(std::vector<std::string>& strings) {
 }
 
 // What the child needs, prepared before fork: after fork in a multithreaded parent the child may
-// only make async-signal-safe calls (no allocation, no locks).
+// only make async-signal-safe calls (no allocation, no locks). With a `body` (start_forked, from a
+// process of one thread) the child runs it instead of exec.
 struct ChildPlan {
   const char* path;
   char* const* argv;
   char* const* envp;
+  const std::function<int()>* body;
   int stdin_fd, log_fd, command_fd, result_fd, error_fd;
   int inherited[kMaxInheritedFds];  // -1: none
   int inherited_count;
@@ -139,13 +142,29 @@ struct ChildFailure {
   // Close every inherited fd above the channel at exec, whoever opened it (libraries do not all use
   // O_CLOEXEC). The error pipe must survive until exec, so mark rather than close.
   const int first_closed = kInheritedFd + plan.inherited_count;
-  if (close_range(first_closed, ~0u, CLOSE_RANGE_CLOEXEC) == -1) {
+  if (plan.body) {
+    // No exec to close them: every fd above the channel goes now, the error pipe too (its EOF tells
+    // the parent the child is set up).
+    if (close_range(first_closed, ~0u, 0) == -1) {
+      for (int fd = first_closed; fd < plan.max_fd; ++fd) close(fd);
+    }
+  } else if (close_range(first_closed, ~0u, CLOSE_RANGE_CLOEXEC) == -1) {
     for (int fd = first_closed; fd < plan.max_fd; ++fd)
       if (fd != plan.error_fd) close(fd);
   }
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (plan.body) {
+    int code = 1;
+    try {
+      code = (*plan.body)();
+    } catch (const std::exception& failed) {
+      std::fprintf(stderr, "kbv: %s\n", failed.what());
+    }
+    std::fflush(nullptr);
+    _exit(code);
+  }
   execve(plan.path, plan.argv, plan.envp);
   child_fail(plan.error_fd, kExec);
 }
@@ -174,11 +193,31 @@ std::string ExitStatus::describe() const {
   return text;
 }
 
+bool single_threaded() {
+  std::error_code error;
+  auto tasks = std::filesystem::directory_iterator("/proc/self/task", error);
+  return !error && std::distance(begin(tasks), end(tasks)) == 1;
+}
+
 WorkerProcess WorkerProcess::start(const std::vector<std::string>& argv,
                                    const std::vector<std::pair<std::string, std::string>>& env_overrides,
                                    std::size_t log_tail_bytes, std::span<const int> inherited, int namespaces) {
   if (argv.empty() || argv[0].empty() || argv[0][0] != '/')
     throw std::invalid_argument("WorkerProcess::start: argv[0] must be an absolute path");
+  return spawn(argv, env_overrides, nullptr, log_tail_bytes, inherited, namespaces);
+}
+
+WorkerProcess WorkerProcess::start_forked(const std::function<int()>& body, std::size_t log_tail_bytes,
+                                          std::span<const int> inherited) {
+  if (!single_threaded()) throw std::logic_error("WorkerProcess::start_forked: this process has more than one thread");
+  std::fflush(nullptr);  // else the child's exit would write this process's buffered output again
+  return spawn({}, {}, &body, log_tail_bytes, inherited, 0);
+}
+
+WorkerProcess WorkerProcess::spawn(const std::vector<std::string>& argv,
+                                   const std::vector<std::pair<std::string, std::string>>& env_overrides,
+                                   const std::function<int()>* body, std::size_t log_tail_bytes,
+                                   std::span<const int> inherited, int namespaces) {
   std::vector<std::string> arg_strings = argv;
   std::vector<std::string> env_strings = merged_environment(env_overrides);
   const std::vector<char*> args = c_strings(arg_strings);
@@ -203,6 +242,7 @@ WorkerProcess WorkerProcess::start(const std::vector<std::string>& argv,
   const ChildPlan plan{args[0],
                        args.data(),
                        env.data(),
+                       body,
                        child_stdin.get(),
                        child_log.get(),
                        child_command.get(),
@@ -234,7 +274,7 @@ WorkerProcess WorkerProcess::start(const std::vector<std::string>& argv,
     retry_eintr([&] { return waitpid(pid, &status, 0); });
     throw std::system_error(failure.error, std::generic_category(),
                             std::string("WorkerProcess::start: ") + kChildStepNames[failure.step] +
-                                " in the child for " + argv[0]);
+                                " in the child for " + (body ? "a forked body" : argv[0]));
   }
 
   WorkerProcess process(pid, Channel(result.read.release(), command.write.release()), std::move(log.read),

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <span>
@@ -28,6 +29,9 @@ inline constexpr int kFileSocketFd = kInheritedFd + 1;
 
 // poll()'s timeout for a wait until `deadline`: -1 (none) for time_point::max(), 0 once it passed.
 int poll_timeout_ms(std::chrono::steady_clock::time_point now, std::chrono::steady_clock::time_point deadline);
+
+// Whether this process has one thread (WorkerProcess::start_forked's condition).
+bool single_threaded();
 
 // WorkerProcess::send did not get the whole frame into the pipe before its deadline: the child is
 // not reading its commands (hung). The frame is abandoned; the worker should be killed.
@@ -75,6 +79,15 @@ class WorkerProcess {
                              std::size_t log_tail_bytes = 64 * 1024, std::span<const int> inherited = {},
                              int namespaces = 0);
 
+  // fork without exec: the child, set up as start() sets up its own (process group, pipes, fds,
+  // signals, PDEATHSIG, no core; its environment this process's), runs `body` and exits with its
+  // result. It spares the child loading this program's libraries again (for kbv, libtorch's start:
+  // ~0.35 s on the CPU machine). Only from a process of one thread (the child has only the
+  // caller's: a lock another thread held would never be released), and the child starts with a
+  // copy of this process's memory: call it before this process holds anything the child must not
+  // see. Throws std::logic_error from a process of several threads, else as start() does.
+  static WorkerProcess start_forked(const std::function<int()>& body, std::size_t log_tail_bytes = 64 * 1024,
+                                    std::span<const int> inherited = {});
   // For a worker that another process forks (worker/zygote.h): the pipes, with the parent's ends in
   // the returned handle and the child's ends (command read, result write, log write) in `child`.
   // attach() then names the child, which must be a child of this process (a subreaper) by then.
@@ -117,6 +130,11 @@ class WorkerProcess {
 
  private:
   WorkerProcess(pid_t pid, Channel channel, UniqueFd log, std::size_t log_tail_bytes);
+  // start() and start_forked(): exec `argv`, or run `body` when it is given.
+  static WorkerProcess spawn(const std::vector<std::string>& argv,
+                             const std::vector<std::pair<std::string, std::string>>& env_overrides,
+                             const std::function<int()>* body, std::size_t log_tail_bytes,
+                             std::span<const int> inherited, int namespaces);
   void drain_log();
   void release() noexcept;  // kill + reap, for the destructor and move assignment
 

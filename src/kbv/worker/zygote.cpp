@@ -47,7 +47,7 @@ nlohmann::json receive_reply(int socket, Clock::time_point deadline, const std::
 }  // namespace
 
 std::shared_ptr<Zygote> Zygote::start(const std::string& executable, const std::string& python,
-                                      std::chrono::duration<double> timeout) {
+                                      std::chrono::duration<double> timeout, const std::function<int()>& forked) {
   // Each worker's intermediate parent exits at once; the worker must come to us, not to init.
   KBV_SYSCALL(prctl(PR_SET_CHILD_SUBREAPER, 1));
   int pair[2];
@@ -55,7 +55,9 @@ std::shared_ptr<Zygote> Zygote::start(const std::string& executable, const std::
   UniqueFd ours(pair[0]), theirs(pair[1]);
   const int inherited[] = {theirs.get()};
   WorkerProcess process =
-      WorkerProcess::start({executable, "worker", "--role", "zygote", "--python", python}, {}, 64 * 1024, inherited);
+      forked && single_threaded()
+          ? WorkerProcess::start_forked(forked, 64 * 1024, inherited)
+          : WorkerProcess::start({executable, "worker", "--role", "zygote", "--python", python}, {}, 64 * 1024, inherited);
   theirs.reset();  // else a dead zygote would never read as EOF
   std::vector<std::string> python_paths;
   try {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -35,11 +36,14 @@ struct ZygoteFailed : std::runtime_error {
 class Zygote {
  public:
   // Starts `executable worker --role zygote --python python` and waits up to `timeout` until it has
-  // imported torch. Makes this process a child subreaper (PR_SET_CHILD_SUBREAPER), for good. Like
-  // WorkerProcess::start, call it from a thread that outlives the zygote and its workers. Throws
-  // ZygoteFailed.
+  // imported torch; with `forked` (run_zygote(python), which kbv's core library cannot name) from a
+  // process of one thread, forks this process to run it instead (WorkerProcess::start_forked: the
+  // zygote does not load kbv's libraries again). Makes this process a child subreaper
+  // (PR_SET_CHILD_SUBREAPER), for good. Like WorkerProcess::start, call it from a thread that
+  // outlives the zygote and its workers. Throws ZygoteFailed.
   static std::shared_ptr<Zygote> start(const std::string& executable, const std::string& python,
-                                       std::chrono::duration<double> timeout = std::chrono::seconds(300));
+                                       std::chrono::duration<double> timeout = std::chrono::seconds(300),
+                                       const std::function<int()>& forked = {});
 
   // A worker of `role` ("reference" or "candidate") with `environment` set over the zygote's (which
   // is this process's at start()), and `inherited` (none -1) from kInheritedFd on, as
