@@ -6,9 +6,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
+#include <set>
+#include <string_view>
 #include <thread>
 
 #include <CLI/CLI.hpp>
@@ -73,8 +77,33 @@ void add_sandbox_options(CLI::App* command, SandboxOptions& options) {
       });
 }
 
-// `sandbox`: null for a command that runs no candidate (kbv audit).
-kbv::eval::WorkerLaunch worker_launch(const std::string& zygote, const SandboxOptions* sandbox) {
+// Overwrites the command line's strings, which /proc/PID/cmdline reads and a forked process keeps.
+void clear_command_line(int argc, char** argv) {
+  for (int i = 0; i < argc; ++i) std::memset(argv[i], 0, std::strlen(argv[i]));
+}
+
+// The zygote of a command that runs workers, forked before kbv has read anything but its command
+// line, which the zygote clears first: what a candidate forked from it finds in its own memory holds
+// nothing of this command's. Its interpreter starts while kbv parses; worker_launch waits for it,
+// or ends it for a command that wants none (--zygote off); --help and usage errors end it too.
+std::optional<kbv::worker::Zygote::Starting> begin_zygote(int argc, char** argv) {
+  static const std::set<std::string_view> kRunsWorkers = {"eval", "compile", "run", "serve", "audit"};
+  if (argc < 2 || !kRunsWorkers.contains(argv[1])) return std::nullopt;
+  if (const char* chosen = std::getenv("KBV_ZYGOTE"); chosen && std::string_view(chosen) == "off") return std::nullopt;
+  try {
+    const std::string python = kbv::python::default_python_executable();
+    return kbv::worker::Zygote::begin(self_executable(), python, [argc, argv, python] {
+      clear_command_line(argc, argv);
+      return kbv::worker::run_zygote(python);
+    });
+  } catch (const std::exception&) {
+    return std::nullopt;  // worker_launch starts one, and says why should that fail too
+  }
+}
+
+// `sandbox`: null for a command that runs no candidate (kbv audit). `early`: begin_zygote's.
+kbv::eval::WorkerLaunch worker_launch(const std::string& zygote, const SandboxOptions* sandbox,
+                                      std::optional<kbv::worker::Zygote::Starting>& early) {
   kbv::eval::WorkerLaunch launch{.executable = self_executable(), .python = kbv::python::default_python_executable()};
   launch.sandbox = sandbox && sandbox->mode == "on";
   if (sandbox) {
@@ -85,15 +114,17 @@ kbv::eval::WorkerLaunch worker_launch(const std::string& zygote, const SandboxOp
     throw kbv::eval::EvalError("the sandbox around candidates' code needs kbv to run as root (docs/SECURITY.md); "
                                "--sandbox off runs them with your own rights instead");
   }
-  if (zygote != "off") {
-    try {
-      // Forked from this process, which has read nothing but its command line by now.
-      const std::string python = launch.python;
-      launch.zygote = kbv::worker::Zygote::start(launch.executable, python, std::chrono::seconds(300),
-                                                 [python] { return kbv::worker::run_zygote(python); });
-    } catch (const std::exception& failed) {
-      std::cerr << "kbv: no zygote (" << failed.what() << "); starting workers afresh\n";
-    }
+  if (zygote == "off") {
+    early.reset();
+    return launch;
+  }
+  try {
+    std::optional<kbv::worker::Zygote::Starting> starting = std::move(early);
+    early.reset();
+    launch.zygote = starting ? kbv::worker::Zygote::ready(std::move(*starting))
+                             : kbv::worker::Zygote::start(launch.executable, launch.python);
+  } catch (const std::exception& failed) {
+    std::cerr << "kbv: no zygote (" << failed.what() << "); starting workers afresh\n";
   }
   return launch;
 }
@@ -104,7 +135,8 @@ struct EvalOptions {
   bool quiet = false;
 };
 
-int run_eval(const EvalOptions& options, const std::string& zygote, const SandboxOptions& sandbox) {
+int run_eval(const EvalOptions& options, const std::string& zygote, const SandboxOptions& sandbox,
+             std::optional<kbv::worker::Zygote::Starting>& early_zygote) {
   kbv::eval::EvalRequest request;
   request.problem = std::filesystem::absolute(options.problem).string();
   request.candidate = std::filesystem::absolute(options.candidate).string();
@@ -113,7 +145,7 @@ int run_eval(const EvalOptions& options, const std::string& zygote, const Sandbo
   request.timeout_seconds = options.timeout;
   request.compile_timeout_seconds = options.compile_timeout;
   request.cache_dir = kbv::cache_dir();
-  request.launch = worker_launch(zygote, &sandbox);
+  request.launch = worker_launch(zygote, &sandbox, early_zygote);
   if (!options.quiet) {
     const auto started = std::chrono::steady_clock::now();
     request.progress = [started](std::string_view stage) {
@@ -142,14 +174,15 @@ struct CompileOptions {
 };
 
 // Exit 0 when every candidate was built (or found built); 3 when some failed to build.
-int run_compile(const CompileOptions& options, const std::string& zygote, const SandboxOptions& sandbox) {
+int run_compile(const CompileOptions& options, const std::string& zygote, const SandboxOptions& sandbox,
+                std::optional<kbv::worker::Zygote::Starting>& early_zygote) {
   kbv::eval::CompileRequest request;
   for (const std::string& c : options.candidates) request.candidates.push_back(std::filesystem::absolute(c).string());
   request.device = options.device;
   request.jobs = options.jobs;
   request.timeout_seconds = options.timeout;
   request.cache_dir = kbv::cache_dir();
-  request.launch = worker_launch(zygote, &sandbox);
+  request.launch = worker_launch(zygote, &sandbox, early_zygote);
   size_t finished = 0;
   request.done = [&](const kbv::eval::CompileResult& r) {
     char seconds[32];
@@ -175,6 +208,7 @@ int run_compile(const CompileOptions& options, const std::string& zygote, const 
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::optional<kbv::worker::Zygote::Starting> early_zygote = begin_zygote(argc, argv);
   CLI::App app{"kbv: verified evaluation of KernelBench kernel candidates"};
   app.require_subcommand(1);
   app.set_version_flag("--version", KBV_VERSION);
@@ -242,19 +276,19 @@ int main(int argc, char** argv) {
     return app.exit(error) == 0 ? 0 : 2;
   }
   try {
-    if (*eval_cmd) return run_eval(eval, zygote, sandbox_options);
-    if (*compile_cmd) return run_compile(compile, zygote, sandbox_options);
+    if (*eval_cmd) return run_eval(eval, zygote, sandbox_options, early_zygote);
+    if (*compile_cmd) return run_compile(compile, zygote, sandbox_options, early_zygote);
     if (*run_cmd) {
       // With --ray, each node's kbv serve runs the candidates as this command would have.
       run.ray_serve_args = {"--sandbox=" + sandbox_options.mode, "--zygote=" + zygote};
       for (const std::string& limit : sandbox_options.limits) run.ray_serve_args.push_back("--limit=" + limit);
-      kbv::eval::WorkerLaunch launch = worker_launch(zygote, &sandbox_options);
+      kbv::eval::WorkerLaunch launch = worker_launch(zygote, &sandbox_options, early_zygote);
       launch.hidden = {run.db, run.db + "-wal", run.db + "-shm", run.db + "-journal"};
       return kbv::cli::run_command(run, kbv::cache_dir(), launch);
     }
-    if (*serve_cmd) return kbv::cli::serve_command(serve, kbv::cache_dir(), worker_launch(zygote, &sandbox_options));
+    if (*serve_cmd) return kbv::cli::serve_command(serve, kbv::cache_dir(), worker_launch(zygote, &sandbox_options, early_zygote));
     if (*report_cmd) return kbv::report::run_report(report);
-    if (*audit_cmd) return kbv::cli::audit_command(audit, worker_launch(zygote, nullptr));
+    if (*audit_cmd) return kbv::cli::audit_command(audit, worker_launch(zygote, nullptr, early_zygote));
     if (*worker_cmd) {
       if (role == "zygote") return kbv::worker::run_zygote(python);
       return kbv::worker::run_worker(role == "reference" ? kbv::worker::Role::reference : kbv::worker::Role::candidate,

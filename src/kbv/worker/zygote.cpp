@@ -46,8 +46,8 @@ nlohmann::json receive_reply(int socket, Clock::time_point deadline, const std::
 
 }  // namespace
 
-std::shared_ptr<Zygote> Zygote::start(const std::string& executable, const std::string& python,
-                                      std::chrono::duration<double> timeout, const std::function<int()>& forked) {
+Zygote::Starting Zygote::begin(const std::string& executable, const std::string& python,
+                               const std::function<int()>& forked) {
   // Each worker's intermediate parent exits at once; the worker must come to us, not to init.
   KBV_SYSCALL(prctl(PR_SET_CHILD_SUBREAPER, 1));
   int pair[2];
@@ -58,16 +58,19 @@ std::shared_ptr<Zygote> Zygote::start(const std::string& executable, const std::
       forked && single_threaded()
           ? WorkerProcess::start_forked(forked, 64 * 1024, inherited)
           : WorkerProcess::start({executable, "worker", "--role", "zygote", "--python", python}, {}, 64 * 1024, inherited);
-  theirs.reset();  // else a dead zygote would never read as EOF
+  return {std::move(process), std::move(ours)};  // theirs closes: a dead zygote reads as EOF
+}
+
+std::shared_ptr<Zygote> Zygote::ready(Starting starting, std::chrono::duration<double> timeout) {
   std::vector<std::string> python_paths;
   try {
-    python_paths = receive_reply(ours.get(), deadline_after(timeout), "start").value("python_paths", python_paths);
+    python_paths = receive_reply(starting.socket.get(), deadline_after(timeout), "start").value("python_paths", python_paths);
   } catch (const ZygoteFailed& failed) {
-    process.kill();
-    process.wait();
-    throw ZygoteFailed(std::string(failed.what()) + "; its output: " + process.log_tail());
+    starting.process.kill();
+    starting.process.wait();
+    throw ZygoteFailed(std::string(failed.what()) + "; its output: " + starting.process.log_tail());
   }
-  return std::make_shared<Zygote>(std::move(process), std::move(ours), std::move(python_paths));
+  return std::make_shared<Zygote>(std::move(starting.process), std::move(starting.socket), std::move(python_paths));
 }
 
 WorkerProcess Zygote::spawn(const std::string& role, const std::vector<std::pair<std::string, std::string>>& environment,

@@ -35,15 +35,25 @@ struct ZygoteFailed : std::runtime_error {
 
 class Zygote {
  public:
-  // Starts `executable worker --role zygote --python python` and waits up to `timeout` until it has
-  // imported torch; with `forked` (run_zygote(python), which kbv's core library cannot name) from a
-  // process of one thread, forks this process to run it instead (WorkerProcess::start_forked: the
-  // zygote does not load kbv's libraries again). Makes this process a child subreaper
-  // (PR_SET_CHILD_SUBREAPER), for good. Like WorkerProcess::start, call it from a thread that
-  // outlives the zygote and its workers. Throws ZygoteFailed.
+  // A zygote's process, started (begin) and not yet known to have imported torch (ready).
+  struct Starting {
+    WorkerProcess process;
+    UniqueFd socket;
+  };
+
+  // Starts `executable worker --role zygote --python python`; with `forked` (run_zygote, which
+  // kbv's core library cannot name) from a process of one thread, forks this process to run it
+  // instead (WorkerProcess::start_forked: the zygote does not load kbv's libraries again). Makes
+  // this process a child subreaper (PR_SET_CHILD_SUBREAPER), for good. Like WorkerProcess::start,
+  // call it from a thread that outlives the zygote and its workers. The caller goes on while the
+  // zygote imports torch; ready() waits for that, up to `timeout`. Throws ZygoteFailed.
+  static Starting begin(const std::string& executable, const std::string& python, const std::function<int()>& forked = {});
+  static std::shared_ptr<Zygote> ready(Starting starting,
+                                       std::chrono::duration<double> timeout = std::chrono::seconds(300));
   static std::shared_ptr<Zygote> start(const std::string& executable, const std::string& python,
-                                       std::chrono::duration<double> timeout = std::chrono::seconds(300),
-                                       const std::function<int()>& forked = {});
+                                       std::chrono::duration<double> timeout = std::chrono::seconds(300)) {
+    return ready(begin(executable, python), timeout);
+  }
 
   // A worker of `role` ("reference" or "candidate") with `environment` set over the zygote's (which
   // is this process's at start()), and `inherited` (none -1) from kInheritedFd on, as
