@@ -14,6 +14,7 @@
 #include <set>
 #include <string_view>
 #include <thread>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 
@@ -119,8 +120,7 @@ kbv::eval::WorkerLaunch worker_launch(const std::string& zygote, const SandboxOp
     return launch;
   }
   try {
-    std::optional<kbv::worker::Zygote::Starting> starting = std::move(early);
-    early.reset();
+    std::optional<kbv::worker::Zygote::Starting> starting = std::exchange(early, std::nullopt);
     launch.zygote = starting ? kbv::worker::Zygote::ready(std::move(*starting))
                              : kbv::worker::Zygote::start(launch.executable, launch.python);
   } catch (const std::exception& failed) {

@@ -139,12 +139,11 @@ struct ChildFailure {
   for (int i = 0; i < plan.inherited_count; ++i) {
     if (plan.inherited[i] >= 0 && dup2(plan.inherited[i], kInheritedFd + i) == -1) child_fail(plan.error_fd, kDup2);
   }
-  // Close every inherited fd above the channel at exec, whoever opened it (libraries do not all use
-  // O_CLOEXEC). The error pipe must survive until exec, so mark rather than close.
+  // Close every inherited fd above the channel, whoever opened it (libraries do not all use
+  // O_CLOEXEC). Without exec (a body) they go now, the error pipe too: its EOF tells the parent the
+  // child is set up. Before exec the error pipe must survive until exec, so mark rather than close.
   const int first_closed = kInheritedFd + plan.inherited_count;
   if (plan.body) {
-    // No exec to close them: every fd above the channel goes now, the error pipe too (its EOF tells
-    // the parent the child is set up).
     if (close_range(first_closed, ~0u, 0) == -1) {
       for (int fd = first_closed; fd < plan.max_fd; ++fd) close(fd);
     }
