@@ -1,19 +1,14 @@
 #include "kbv/common/content_key.h"
 
-#include <cstdint>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 
+#include "kbv/common/sha256.h"
+
 namespace kbv {
 
-std::string content_key(std::string_view content) {
-  std::uint64_t hash = 1469598103934665603ull;
-  for (unsigned char c : content) hash = (hash ^ c) * 1099511628211ull;
-  std::ostringstream out;
-  out << std::hex << hash;
-  return out.str();
-}
+std::string content_key(std::string_view content) { return sha256_hex(content); }
 
 std::string file_content_key(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -1,5 +1,5 @@
-// A stable key of some content (FNV-1a, 64 bits, hex): equal content, equal key. Not a security
-// boundary: a candidate could only collide with a build or a record of its own.
+// The key of some content: its SHA-256 (common/sha256.h), hex. Equal content, equal key; no other
+// content is known to share it, so a key a candidate's file yields is that file's alone.
 #pragma once
 
 #include <string>
