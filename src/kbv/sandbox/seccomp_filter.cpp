@@ -1,9 +1,12 @@
 #include "kbv/sandbox/seccomp_filter.h"
 
+#include <linux/netlink.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -69,11 +72,21 @@ const std::vector<Refusal>& refused_calls() {
   return calls;
 }
 
+const std::vector<int>& allowed_socket_families() {
+  static const std::vector<int> families = {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK};
+  return families;
+}
+
 namespace {
 
 struct ContextDeleter {
   void operator()(void* context) const { seccomp_release(context); }
 };
+
+// A comparison of the call's argument `index` (the whole 64-bit register) with `value`.
+scmp_arg_cmp argument(unsigned index, scmp_compare op, int value) {
+  return {index, op, static_cast<scmp_datum_t>(value), 0};
+}
 
 void check(int result, const std::string& what) {
   if (result < 0) throw std::runtime_error("sandbox: seccomp: " + what + ": " + std::strerror(-result));
@@ -103,6 +116,21 @@ void install_seccomp_filter() {
     check(seccomp_rule_add(context.get(), SCMP_ACT_KILL_PROCESS, SCMP_SYS(ioctl), 1,
                            SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, request)),
           "ioctl");
+  }
+  // Socket families: each family not allowed refused by one rule, and every number from AF_MAX on
+  // (families this kernel may know and glibc does not); netlink only for its routing protocol.
+  // The filter sees the whole 64-bit register, the kernel reads an int: a family with high bits set
+  // is at least AF_MAX to the filter, and so refused.
+  const std::vector<int>& allowed = allowed_socket_families();
+  for (const int call : {SCMP_SYS(socket), SCMP_SYS(socketpair)}) {
+    for (int family = 0; family < AF_MAX; ++family) {
+      if (std::find(allowed.begin(), allowed.end(), family) != allowed.end()) continue;
+      check(seccomp_rule_add(context.get(), SCMP_ACT_ERRNO(EPERM), call, 1, argument(0, SCMP_CMP_EQ, family)), "socket");
+    }
+    check(seccomp_rule_add(context.get(), SCMP_ACT_ERRNO(EPERM), call, 1, argument(0, SCMP_CMP_GE, AF_MAX)), "socket");
+    check(seccomp_rule_add(context.get(), SCMP_ACT_ERRNO(EPERM), call, 2, argument(0, SCMP_CMP_EQ, AF_NETLINK),
+                           argument(2, SCMP_CMP_NE, NETLINK_ROUTE)),
+          "socket");
   }
   check(seccomp_attr_set(context.get(), SCMP_FLTATR_CTL_TSYNC, 1), "synchronising threads");
   check(seccomp_load(context.get()), "loading the filter");

@@ -19,6 +19,12 @@ struct Refusal {
 // The list, as docs/SECURITY.md prints it.
 const std::vector<Refusal>& refused_calls();
 
+// The socket families a sandboxed process may open (socket, socketpair): AF_UNIX, AF_INET and
+// AF_INET6 (inside its empty network namespace: libraries probe them) and AF_NETLINK's routing
+// protocol (getifaddrs). Any other family fails with EPERM: vsock reaches the host of a virtual
+// machine from every network namespace, and no build, import or CUDA call needs the rest.
+const std::vector<int>& allowed_socket_families();
+
 // Installs the filter on every thread of this process (no_new_privs must be set). Throws
 // std::runtime_error when libseccomp refuses.
 void install_seccomp_filter();
