@@ -1,6 +1,8 @@
 // `kbv eval` end to end on the CPU, as a user runs it: the real binary, real worker processes,
 // real embedded Python and torch, candidates compiled by load_inline. Every CPU row of
 // examples/manifest.tsv is evaluated under both protocols and must get its expected verdict.
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -326,24 +328,52 @@ TEST(Memory, AnOutputBufferHeldAcrossCallsCountsInThePeak) {
   EXPECT_GE(memory["peak_ratio"].get<double>(), 0.99);  // like with like: one output on each side
 }
 
-// A build killed while it held torch's build lock (Ctrl-C, a lost machine) leaves the lock file,
-// and torch waits for it forever, cached build or not. kbv builds one process at a time per
-// extension directory under its own lock, so a torch lock found there is stale and is removed.
-TEST(BuildCache, AStaleTorchBuildLockDoesNotHangTheNextEvaluation) {
+// kbv's cache folder (KBV_CACHE, else ~/.cache/kbv).
+fs::path cache_folder() {
   const char* cache = std::getenv("KBV_CACHE");
-  const fs::path extensions = fs::path(cache && *cache ? cache : std::string(std::getenv("HOME")) + "/.cache/kbv") / "extensions";
+  return fs::path(cache && *cache ? cache : std::string(std::getenv("HOME")) + "/.cache/kbv");
+}
+
+// The folders of cpu_honest's extension (elementwise_kernel) under `root`.
+std::vector<fs::path> elementwise_builds(const fs::path& root) {
+  std::vector<fs::path> found;
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    if (entry.is_directory() && entry.path().filename() == "elementwise_kernel") found.push_back(entry.path());
+  }
+  return found;
+}
+
+// A build killed while it held torch's build lock (Ctrl-C, a lost machine) leaves the lock file,
+// and torch waits for it forever, cached build or not. With the sandbox off, builds are made in the
+// content's extension folder itself; kbv builds one process at a time per folder under its own
+// lock, so a torch lock found there is stale and is removed.
+TEST(BuildCache, AStaleTorchBuildLockDoesNotHangTheNextEvaluation) {
+  const std::vector<std::string> args = {(kExamples / "problems/1_ReLU.py").string(),
+                                         (kExamples / "candidates/1_ReLU/cpu_honest.py").string(), "--protocol",
+                                         "kernelbench", "--compile-timeout", "120", "--quiet", "--sandbox", "off"};
+  ASSERT_EQ(kbv_eval(args, "build").record.value("verdict", "?"), "pass");  // built, or found built
+  const std::vector<fs::path> builds = elementwise_builds(cache_folder() / "extensions");
+  ASSERT_FALSE(builds.empty()) << "no build of cpu_honest under " << cache_folder() / "extensions";
+  for (const fs::path& build : builds) std::ofstream{build / "lock"};
+  const Outcome r = kbv_eval(args, "stale lock");
+  EXPECT_EQ(r.record.value("verdict", "?"), "pass") << r.err;
+}
+
+// A published build that no longer matches its manifest (a file added: here torch's lock, which
+// would hang the next import) is not used: removed, built again, and the evaluation passes.
+TEST(BuildCache, APublishedBuildThatDiffersFromItsManifestIsBuiltAgain) {
+  if (geteuid() != 0) GTEST_SKIP() << "the sandbox needs root";
   const std::vector<std::string> args = {(kExamples / "problems/1_ReLU.py").string(),
                                          (kExamples / "candidates/1_ReLU/cpu_honest.py").string(), "--protocol",
                                          "kernelbench", "--compile-timeout", "120", "--quiet"};
   ASSERT_EQ(kbv_eval(args, "build").record.value("verdict", "?"), "pass");  // built, or found built
-  std::vector<fs::path> locks;
-  for (const auto& entry : fs::recursive_directory_iterator(extensions)) {
-    if (entry.is_directory() && entry.path().filename() == "elementwise_kernel") locks.push_back(entry.path() / "lock");
-  }
-  ASSERT_FALSE(locks.empty()) << "no build of cpu_honest under " << extensions;
-  for (const fs::path& lock : locks) std::ofstream{lock};
-  const Outcome r = kbv_eval(args, "stale lock");
+  const std::vector<fs::path> builds = elementwise_builds(cache_folder() / "builds");
+  ASSERT_FALSE(builds.empty()) << "no published build of cpu_honest under " << cache_folder() / "builds";
+  for (const fs::path& build : builds) std::ofstream{build / "lock"};
+  const Outcome r = kbv_eval(args, "changed build");
   EXPECT_EQ(r.record.value("verdict", "?"), "pass") << r.err;
+  EXPECT_NE(r.err.find("does not match its manifest"), std::string::npos) << r.err;
+  for (const fs::path& build : elementwise_builds(cache_folder() / "builds")) EXPECT_FALSE(fs::exists(build / "lock")) << build;
 }
 
 // A build that failed with the compiler's own error leaves its log in the content's cache folder:

@@ -1,9 +1,11 @@
 // The hostile corpus (tests/sandbox/manifest.tsv) through the real binary: candidates that are
 // honest but for one attack on the machine (signal kbv's processes, read their memory, write its
 // cache, store and folders, reach the network, outlive the evaluation, exhaust processes, memory,
-// CPU time or disk, call ptrace or unshare, forge a reply). Each must end with one record and its
-// expected verdict, and every effect is looked for from outside, not taken from the candidate's
-// word: listeners that must stay silent, files that must not appear, processes that must be gone.
+// CPU time or disk, call ptrace or unshare, forge a reply, open vsock and other socket families,
+// fill, link or keep notes in its build folder). Each must end with one record and its expected
+// verdict, and every effect is looked for from outside, not taken from the candidate's word:
+// listeners that must stay silent, files that must not appear, processes that must be gone, the
+// cache's size, a root-owned file's mode.
 // Then a kbv run with hostile candidates among honest ones: every record exactly once, the store
 // whole.
 #include <gtest/gtest.h>
@@ -11,6 +13,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -136,6 +139,10 @@ class Sandbox : public ::testing::Test {
     const std::string socket = "kbv-hostile-" + std::to_string(getpid());
     unix_ = new Listener(abstract_listener(socket));
     setenv("KBV_HOSTILE_SOCKET", socket.c_str(), 1);
+    // Root's file that link_build.py points its build folder's links at.
+    std::ofstream(scratch_ / "root-only") << "root's\n";
+    fs::permissions(scratch_ / "root-only", fs::perms::owner_read | fs::perms::owner_write);
+    setenv("KBV_HOSTILE_TARGET", (scratch_ / "root-only").c_str(), 1);
   }
   static void TearDownTestSuite() {
     delete tcp_;
@@ -149,7 +156,29 @@ class Sandbox : public ::testing::Test {
   static inline Listener* unix_ = nullptr;
 };
 
+// The bytes under `folder`, and every link there (none may reach kbv's cache).
+std::uintmax_t bytes_under(const fs::path& folder, std::vector<std::string>& links) {
+  std::uintmax_t bytes = 0;
+  std::error_code error;
+  for (auto it = fs::recursive_directory_iterator(folder, error); !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
+    if (it->is_symlink()) links.push_back(it->path().string());
+    else if (it->is_regular_file()) bytes += it->file_size();
+  }
+  return bytes;
+}
+
 void expect_no_effect_outside(const fs::path& cache, const std::string& mark, const Listener& tcp, const Listener& local) {
+  // The build hog's 480 MiB stayed in its build folder's tmpfs; the builds kept hold no link.
+  std::vector<std::string> links;
+  EXPECT_LT(bytes_under(cache, links), std::uintmax_t{32} << 20) << "kbv's cache grew past what its builds hold";
+  EXPECT_EQ(links, std::vector<std::string>{});
+  // No root walk followed link_build.py's links to the file it aimed at.
+  const fs::path target = cache.parent_path() / "root-only";
+  EXPECT_EQ(fs::status(target).permissions(), fs::perms::owner_read | fs::perms::owner_write);
+  struct stat facts {};
+  EXPECT_EQ(stat(target.c_str(), &facts), 0);
+  EXPECT_EQ(facts.st_uid, 0u);
+  EXPECT_EQ(facts.st_gid, 0u);
   EXPECT_FALSE(tcp.connected()) << "a candidate reached the loopback listener";
   EXPECT_FALSE(local.connected()) << "a candidate reached the abstract Unix socket";
   for (const fs::path& folder : written_targets(cache)) {
@@ -190,7 +219,26 @@ TEST_F(Sandbox, EveryHostileCandidateIsContainedWithOneRecordAndItsVerdict) {
   EXPECT_NE(log.find("user: kbv-sandbox"), std::string::npos) << log;
   EXPECT_EQ(log.find("kbv_e2e_"), std::string::npos) << log;
   EXPECT_NE(runs.at("forge_reply.py").record.dump().find("forged_reply"), std::string::npos);
+  // Every socket family beyond AF_UNIX, AF_INET(6) and netlink's routing refused, vsock first.
+  const std::string families = runs.at("socket_families.py").record.at("logs").value("candidate", "");
+  EXPECT_EQ(families.find("hostile: opened"), std::string::npos) << families;
+  EXPECT_NE(families.find("hostile: vsock: EPERM"), std::string::npos) << families;
+  EXPECT_NE(families.find("hostile: vsock, high bits: EPERM"), std::string::npos) << families;
   expect_no_effect_outside(scratch_ / "cache", mark_, *tcp_, *unix_);
+}
+
+// An evaluation leaves nothing for the next of the same content: remember.py's second evaluation,
+// over the same cache, finds no note from the first and passes again.
+TEST_F(Sandbox, AnEvaluationLeavesNothingForTheNextOfTheSameContent) {
+  const std::vector<std::string> args = {kProblem.string(), (kCorpus / "candidates/remember.py").string(), "--protocol",
+                                         "kernelbench", "--timeout", "60", "--quiet"};
+  for (int run = 0; run < 2; ++run) {
+    const Outcome r = kbv::testing::kbv_eval(args, "remember.py, run " + std::to_string(run));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.record.value("verdict", "?"), "pass") << "run " << run << ": " << r.record.value("verdict_reason", "");
+    const std::string log = r.record.at("logs").value("candidate", "");
+    EXPECT_NE(log.find("note from an earlier run: False"), std::string::npos) << "run " << run << ": " << log;
+  }
 }
 
 TEST_F(Sandbox, KbvRunKeepsEveryRecordOnceWithHostileCandidatesAmongHonestOnes) {

@@ -61,13 +61,18 @@ def main():
     local.bind("\0" + name)
     local.listen(8)
     mark = f"kbv-hostile-mark-{os.getpid()}"
+    target = os.path.join(out, "root-only")  # root's file that link_build.py links to
+    with open(target, "w") as f:
+        f.write("root's\n")
+    os.chmod(target, 0o600)
     env = dict(os.environ, KBV_CACHE=cache, KBV_HOSTILE_PORT=str(tcp.getsockname()[1]), KBV_HOSTILE_SOCKET=name,
-               KBV_HOSTILE_MARK=mark)
+               KBV_HOSTILE_MARK=mark, KBV_HOSTILE_TARGET=target)
 
     lines = [("candidate", "expected", "verdict", "reason (end)", "ok")]
     failures = 0
-    for row in rows():
-        record_path = os.path.join(out, row["candidate"].replace(".py", ".json"))
+    # remember.py twice over one cache: the second must find nothing the first left.
+    for row in rows() + [dict(r, candidate="remember.py", again=True) for r in rows() if r["candidate"] == "remember.py"]:
+        record_path = os.path.join(out, row["candidate"].replace(".py", "-again.json" if row.get("again") else ".json"))
         command = [kbv, "eval", PROBLEM, os.path.join(CORPUS, "candidates", row["candidate"]), "--device", args.device,
                    "--protocol", "kernelbench", "--timeout", "60", "--quiet", "--json", record_path]
         if row["limits"] != "-":
@@ -80,11 +85,16 @@ def main():
             record = {"verdict": f"no record (exit {done.returncode})", "verdict_reason": done.stderr[-200:]}
         reason = record.get("verdict_reason", "")
         ok = done.returncode == 0 and record["verdict"] == row["verdict"] and (row["reason"] == "-" or row["reason"] in reason)
+        log = record.get("logs", {}).get("candidate", "")
         if row["candidate"] == "read_others.py":
-            log = record.get("logs", {}).get("candidate", "")
             ok = ok and "processes seen: 1" in log and record_path not in log
+        if row["candidate"] == "socket_families.py":
+            ok = ok and "hostile: opened" not in log and "hostile: vsock: EPERM" in log
+        if row["candidate"] == "remember.py":
+            ok = ok and "note from an earlier run: False" in log
         failures += not ok
-        lines.append((row["candidate"], row["verdict"], record["verdict"], reason.replace("\n", " ")[-90:], "yes" if ok else "NO"))
+        name = row["candidate"] + (" (again)" if row.get("again") else "")
+        lines.append((name, row["verdict"], record["verdict"], reason.replace("\n", " ")[-90:], "yes" if ok else "NO"))
 
     home = os.path.expanduser("~")
     targets = ["/tmp", home, cache, os.path.join(cache, "extensions"), os.path.join(cache, "extensions", "victim"),
@@ -94,6 +104,18 @@ def main():
     outside = [("loopback listener silent", silent(tcp)), ("abstract socket silent", silent(local))]
     outside += [(f"no {WRITTEN} in {t}", not os.path.exists(os.path.join(t, WRITTEN))) for t in targets]
     outside += [("no daemon or bomb process left", not processes_named(mark))]
+    size, links = 0, []
+    for folder, dirs, files in os.walk(cache):
+        for f in files + dirs:
+            path = os.path.join(folder, f)
+            if os.path.islink(path):
+                links.append(path)
+            elif f in files and os.path.isfile(path):
+                size += os.path.getsize(path)
+    facts = os.stat(target)
+    outside += [(f"kbv's cache under 32 MiB ({size >> 20} MiB): the build hog's files stayed in its folder", size < 32 << 20),
+                ("no link in kbv's cache", not links),
+                ("root's file untouched by the build folder's links", (facts.st_mode & 0o7777, facts.st_uid) == (0o600, 0))]
     widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
     for line in lines:
         print("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip())

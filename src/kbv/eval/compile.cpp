@@ -2,41 +2,89 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iostream>
 #include <mutex>
 #include <thread>
 
 #include "kbv/eval/extension_cache.h"
+#include "kbv/eval/published_build.h"
 #include "kbv/eval/sandbox_plan.h"
 
 namespace kbv::eval {
 namespace {
 
-CompileResult compile_one(const CompileRequest& request, const std::string& candidate) {
+// The harness's log of a build that failed with the compiler's own diagnostic (harness.py's
+// FAILED_BUILD_LOG): the same content fails the same way, and its evaluations find it there.
+constexpr const char* kFailedBuildLog = "kbv-build-failed.log";
+
+std::string gib(std::uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g GiB", static_cast<double>(bytes) / double(1ull << 30));
+  return text;
+}
+
+// Publishes what a sandboxed build left, or says why not (the result then says so too).
+void settle(const sandbox::BuildFolder& folder, const std::string& published, CompileResult& result) {
+  if (folder.full()) {
+    result.outcome = "compile_error";
+    result.over_limit = true;
+    result.message = "the build filled its build folder, " + gib(folder.size_bytes()) +
+                     " (--limit build=); nothing of it is kept\n" + result.message;
+    return;
+  }
+  const bool lasting = result.outcome == "ok" || (result.outcome == "compile_error" && folder.holds(kFailedBuildLog));
+  if (!lasting) return;  // built again next time
+  try {
+    publish(folder, published, {result.outcome, result.message, result.ahead, result.seconds, {}});
+  } catch (const std::exception& failed) {
+    std::cerr << "kbv: the build of " << result.candidate << " is not kept: " << failed.what() << std::endl;
+  }
+}
+
+}  // namespace
+
+CompileResult compile_candidate(const CompileRequest& request, const std::string& candidate) {
   const auto started = std::chrono::steady_clock::now();
+  const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
   CompileResult result{candidate, "ok", "", 0};
   WorkerLaunch launch = request.launch;
   add_build_environment(launch, request.cache_dir, candidate, request.device);
   std::optional<sandbox::Spec> sandbox;
-  if (launch.sandbox) sandbox = plan_sandbox(launch, request.cache_dir, {candidate});
-  WorkerClient worker("candidate", launch, sandbox ? &*sandbox : nullptr);
-  try {
-    const Reply reply = worker.request({{"cmd", "compile"}, {"candidate", candidate}, {"device", request.device},
-                                        {"background", request.background}},
-                                       std::chrono::duration<double>(request.timeout_seconds));
-    result.ahead = reply.header.value("ahead", nlohmann::json::object());
-  } catch (const WorkerFailed& failed) {
-    result.outcome = failed.kind;
-    result.message = failed.what();
-  } catch (const WorkerLost& lost) {
-    result.outcome = lost.kind;
-    result.message = std::string(lost.what()) + "\n" + worker.log_tail();
+  std::optional<sandbox::BuildFolder> folder;
+  std::string published;
+  if (launch.sandbox) {
+    published = published_dir(request.cache_dir, candidate, request.device, launch.python);
+    if (const std::optional<PublishedBuild> found = find_published(published)) {
+      result.outcome = found->outcome;
+      result.message = found->message;
+      result.ahead = found->ahead;
+      result.published_before = true;
+      result.seconds = elapsed();
+      return result;
+    }
+    sandbox = plan_sandbox(launch, request.cache_dir, {candidate});
+    folder.emplace(launch.limits.build_bytes);
   }
-  worker.shutdown();
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  {
+    WorkerClient worker("candidate", launch, sandbox ? &*sandbox : nullptr, folder ? folder->fd() : -1);
+    try {
+      const Reply reply = worker.request({{"cmd", "compile"}, {"candidate", candidate}, {"device", request.device},
+                                          {"background", request.background}},
+                                         std::chrono::duration<double>(request.timeout_seconds));
+      result.ahead = reply.header.value("ahead", nlohmann::json::object());
+    } catch (const WorkerFailed& failed) {
+      result.outcome = failed.kind;
+      result.message = failed.what();
+    } catch (const WorkerLost& lost) {
+      result.outcome = lost.kind;
+      result.message = std::string(lost.what()) + "\n" + worker.log_tail();
+    }
+    worker.shutdown();  // every process of its sandbox gone: what the folder holds is final
+  }
+  result.seconds = elapsed();
+  if (folder) settle(*folder, published, result);
   return result;
 }
-
-}  // namespace
 
 std::vector<CompileResult> compile_candidates(const CompileRequest& request) {
   std::vector<CompileResult> results(request.candidates.size());
@@ -51,7 +99,7 @@ std::vector<CompileResult> compile_candidates(const CompileRequest& request) {
         if (next == request.candidates.size() || request.cancelled()) return;
         mine = next++;
       }
-      CompileResult result = compile_one(request, request.candidates[mine]);
+      CompileResult result = compile_candidate(request, request.candidates[mine]);
       std::lock_guard lock(mutex);
       request.done(result);
       results[mine] = std::move(result);

@@ -1,5 +1,7 @@
 // `kbv compile`: builds candidates' kernels ahead of their evaluation, several at a time, each
-// in its own candidate worker, into the content-keyed extension cache that `kbv eval` then finds.
+// in its own candidate worker. In a sandbox each build is made in a private build folder and kbv
+// publishes what it left (published_build.h), where every later worker of the same content finds
+// a copy; with the sandbox off, builds are made in the content-keyed extension folder itself.
 #pragma once
 
 #include <functional>
@@ -19,6 +21,8 @@ struct CompileResult {
   // The extensions it would build later (in __init__, on a first forward, in a try), built here:
   // {"built": [names], "failed": [{line, error}], "missed": [{line, why}]} (harness.build_ahead).
   nlohmann::json ahead = nlohmann::json::object();
+  bool published_before = false;  // found published: no worker ran
+  bool over_limit = false;        // its build folder filled up (the `build` limit): nothing of it kept
 };
 
 struct CompileRequest {
@@ -37,5 +41,10 @@ struct CompileRequest {
 };
 
 std::vector<CompileResult> compile_candidates(const CompileRequest& request);
+
+// One candidate's build under `request`'s settings (its `candidates` unused): found published, or
+// made now and, in a sandbox, published unless it failed in a way that the same content need not
+// fail again (a build without the compiler's own diagnostic, a crash, a timeout, the build limit).
+CompileResult compile_candidate(const CompileRequest& request, const std::string& candidate);
 
 }  // namespace kbv::eval

@@ -10,9 +10,11 @@
 #include <ATen/ATen.h>
 
 #include "kbv/check/comparison.h"
+#include "kbv/eval/compile.h"
 #include "kbv/eval/correctness.h"
 #include "kbv/eval/extension_cache.h"
 #include "kbv/eval/plan.h"
+#include "kbv/eval/published_build.h"
 #include "kbv/eval/reference_side.h"
 #include "kbv/eval/sandbox_plan.h"
 #include "kbv/eval/timing_run.h"
@@ -295,16 +297,54 @@ void check_timed_outputs(ReferenceSide& reference, const EvalRequest& request, c
 }
 
 // The candidate's worker, started: forked, then (posted, not awaited) its device context made and
-// the kernels of kbv's own steps loaded (worker/kernel_warmup.h).
-std::unique_ptr<WorkerClient> start_candidate_worker(const EvalRequest& request) {
+// the kernels of kbv's own steps loaded (worker/kernel_warmup.h). In a sandbox it gets a private
+// build folder with a checked copy of its content's published build (published_build.h); with
+// `only_if_built`, none is started (nullptr) where nothing is published yet.
+std::unique_ptr<WorkerClient> start_candidate_worker(const EvalRequest& request, bool only_if_built) {
   WorkerLaunch launch = request.launch;
   add_build_environment(launch, request.cache_dir, request.candidate, request.device);
   std::optional<sandbox::Spec> sandbox;
-  if (launch.sandbox) sandbox = plan_sandbox(launch, request.cache_dir, {request.problem, request.candidate});
-  auto worker = std::make_unique<WorkerClient>("candidate", launch, sandbox ? &*sandbox : nullptr);
+  std::optional<sandbox::BuildFolder> folder;
+  if (launch.sandbox) {
+    const std::string published = published_dir(request.cache_dir, request.candidate, request.device, launch.python);
+    const std::optional<PublishedBuild> build = find_published(published);
+    if (!build && only_if_built) return nullptr;
+    folder.emplace(private_copy(published, build, launch.limits.build_bytes));
+    sandbox = plan_sandbox(launch, request.cache_dir, {request.problem, request.candidate});
+  }
+  // The worker holds the folder's mount from here on; this descriptor closes on return.
+  auto worker = std::make_unique<WorkerClient>("candidate", launch, sandbox ? &*sandbox : nullptr, folder ? folder->fd() : -1);
   worker->post({{"cmd", "device"}, {"device", request.device}, {"protocol", protocol::to_json(request.protocol)}},
                Seconds(request.timeout_seconds));
   return worker;
+}
+
+// In a sandbox, the candidate content's build, published before its evaluation's worker starts:
+// found, or made now by a build worker of its own (compile.h), so that nothing the evaluation does
+// reaches the cache. Returns false, with the record's verdict set, where the build ends the
+// evaluation: it took longer than --compile-timeout, or filled its build folder.
+bool build_first(const EvalRequest& request, Record& record) {
+  if (!request.launch.sandbox) return true;
+  const Stage stage(record, "build");
+  CompileRequest compile;
+  compile.device = request.device;
+  compile.timeout_seconds = request.compile_timeout_seconds;
+  compile.cache_dir = request.cache_dir;
+  compile.launch = request.launch;
+  if (!find_published(published_dir(request.cache_dir, request.candidate, request.device, request.launch.python))) {
+    request.progress("candidate: building its kernels");
+  }
+  const CompileResult built = compile_candidate(compile, request.candidate);
+  if (built.outcome == "timeout") {
+    record.verdict = Verdict::timeout;
+    record.verdict_reason = "its build took longer than --compile-timeout: " + built.message;
+  } else if (built.over_limit) {
+    record.verdict = Verdict::compile_error;
+    record.verdict_reason = built.message;
+  } else {
+    return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -330,8 +370,12 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
   // the reference draws: neither is timed.
   std::unique_ptr<WorkerClient> worker = relay ? std::move(relay->ready) : nullptr;
   if (!worker) {
+    if (!build_first(request, record)) {
+      record.wall_seconds = Seconds(std::chrono::steady_clock::now() - started).count();
+      return record;
+    }
     const Stage stage(record, "candidate_start");
-    worker = start_candidate_worker(request);
+    worker = start_candidate_worker(request, false);
   }
   WorkerClient& candidate = *worker;
   // The previous candidate's worker (kbv run), asked to exit, tears down while this evaluation's
@@ -403,7 +447,7 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
   // next problem's reference side, start now and are waited for before that timing (kbv run).
   if (relay && relay->next) {
     try {
-      relay->ready = start_candidate_worker(*relay->next);
+      relay->ready = start_candidate_worker(*relay->next, /*only_if_built=*/true);
     } catch (const std::exception&) {
       // Its own evaluation starts it again, and files what fails then.
     }
@@ -499,14 +543,14 @@ Record evaluate(const EvalRequest& request) {
   // while the reference worker starts and loads the problem. It is waited for before anything is
   // timed, as in kbv run.
   WorkerRelay relay;
-  relay.ready = start_candidate_worker(request);
+  relay.ready = start_candidate_worker(request, /*only_if_built=*/true);  // else built first, then started
   const auto reference_begun = std::chrono::steady_clock::now();
   const double candidate_start = Seconds(reference_begun - started).count();
   ReferenceSide reference({request.problem, request.device, request.protocol, request.timeout_seconds,
                            request.compile_timeout_seconds, request.launch, request.progress});
   const double reference_start = Seconds(std::chrono::steady_clock::now() - reference_begun).count();
   Record record = evaluate(request, reference, &relay);
-  record.stage_seconds["candidate_start"] = candidate_start;  // its sandbox planned, its process forked
+  record.stage_seconds["candidate_start"] += candidate_start;  // its sandbox planned, its process forked
   record.stage_seconds["reference_start"] = reference_start;
   {
     // Both processes tear down their device contexts at once (~0.1 s each on the H200).

@@ -107,12 +107,21 @@ std::string toolchain_identity(const std::string& device) {
   return identity + "torch = " + torch_library();
 }
 
-std::string extension_dir(const std::string& cache_dir, const std::string& candidate_path, const std::string& device,
-                          const std::string& python) {
+std::string build_key(const std::string& candidate_path, const std::string& device, const std::string& python) {
   std::ifstream in(candidate_path, std::ios::binary);
   std::ostringstream content;
   content << in.rdbuf() << "\n" << device << "\n" << KBV_VERSION << "\n" << python << "\n" << toolchain_identity(device);
-  return (fs::path(cache_dir) / "extensions" / content_key(content.str())).string();
+  return content_key(content.str());
+}
+
+std::string extension_dir(const std::string& cache_dir, const std::string& candidate_path, const std::string& device,
+                          const std::string& python) {
+  return (fs::path(cache_dir) / "extensions" / build_key(candidate_path, device, python)).string();
+}
+
+std::string published_dir(const std::string& cache_dir, const std::string& candidate_path, const std::string& device,
+                          const std::string& python) {
+  return (fs::path(cache_dir) / "builds" / build_key(candidate_path, device, python)).string();
 }
 
 void add_build_environment(WorkerLaunch& launch, const std::string& cache_dir, const std::string& candidate_path,

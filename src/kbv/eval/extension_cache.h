@@ -12,9 +12,18 @@
 
 namespace kbv::eval {
 
-// `cache_dir`/extensions/<key of the file's content, the device, kbv's version, the interpreter,
-// toolchain_identity(device)>.
+// The key of a candidate's builds: the SHA-256 of the file's content, the device, kbv's version, the
+// interpreter and toolchain_identity(device).
+std::string build_key(const std::string& candidate_path, const std::string& device, const std::string& python);
+
+// Where its builds name their folder (TORCH_EXTENSIONS_DIR): `cache_dir`/extensions/<build_key>. In
+// a sandbox, the private build folder is attached there (sandbox/build_folder.h), in the hidden
+// cache, and nothing is on the disk at that path; with the sandbox off, the builds are made there.
 std::string extension_dir(const std::string& cache_dir, const std::string& candidate_path, const std::string& device,
+                          const std::string& python);
+
+// Where kbv publishes a sandboxed build of it (published_build.h): `cache_dir`/builds/<build_key>.
+std::string published_dir(const std::string& cache_dir, const std::string& candidate_path, const std::string& device,
                           const std::string& python);
 
 // Adds to the environment of a candidate's worker what its builds need: TORCH_EXTENSIONS_DIR

@@ -73,7 +73,7 @@ sandbox::Spec plan_sandbox(const WorkerLaunch& launch, const std::string& cache_
   for (const std::string& path : launch.hidden) spec.hidden.push_back(canonical_or_given(path));
   spec.readable.assign(readable.begin(), readable.end());
   for (const auto& [name, value] : launch.environment) {
-    if (name == "TORCH_EXTENSIONS_DIR") spec.writable = {canonical_or_given(value)};
+    if (name == "TORCH_EXTENSIONS_DIR") spec.build_folder = canonical_or_given(value);
   }
   if (const char* home = std::getenv("HOME"); home != nullptr && *home == '/') spec.home = canonical_or_given(home);
   spec.limits = launch.limits;

@@ -1,7 +1,8 @@
 // The sandbox of one candidate's worker (sandbox/spec.h), as this machine lays it out: what the
 // worker must read to run (the interpreter and its packages, kbv's compiler wrapper and its
-// precompiled header, the problem and candidate files), the one folder it may write (its
-// content's extension builds), and what it must not see (kbv's cache, $HOME, /run, the store).
+// precompiled header, the problem and candidate files), the one folder it may write beside its
+// scratch (its private build folder, attached at its TORCH_EXTENSIONS_DIR), and what it must not
+// see (kbv's cache, $HOME, /run, the store).
 #pragma once
 
 #include <string>
@@ -12,7 +13,7 @@
 
 namespace kbv::eval {
 
-// `launch` as add_build_environment left it (its TORCH_EXTENSIONS_DIR is the writable folder);
+// `launch` as add_build_environment left it (its TORCH_EXTENSIONS_DIR is where the build folder goes);
 // `files`: the problem and candidate files the worker imports.
 sandbox::Spec plan_sandbox(const WorkerLaunch& launch, const std::string& cache_dir, const std::vector<std::string>& files);
 

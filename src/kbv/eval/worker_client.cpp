@@ -57,26 +57,35 @@ std::uint64_t draw_nonce() {
 // Appends what the sandbox had to do with a failure, where it had anything.
 std::string with_note(std::string text, const std::string& note) { return note.empty() ? text : text + " (" + note + ")"; }
 
-// Starts the worker with its output region (`region_fd`, -1 for none) and one end of a socket pair
-// for open files (worker/fd_passing.h) as its kFileSocketFd; the other end goes to `ours`.
+// Starts the worker with its output region (`region_fd`, -1 for none), one end of a socket pair
+// for open files (worker/fd_passing.h) as its kFileSocketFd (the other end goes to `ours`) and, in
+// a sandbox, its build folder's mount (-1 for none) as its kBuildFolderFd.
 worker::WorkerProcess start_with_file_socket(const std::string& role, const WorkerLaunch& launch,
-                                             const sandbox::Spec* sandbox, int region_fd, worker::UniqueFd& ours) {
+                                             const sandbox::Spec* sandbox, int region_fd, int build_folder,
+                                             worker::UniqueFd& ours) {
   int pair[2];
   KBV_SYSCALL(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair));
   ours.reset(pair[0]);
   const worker::UniqueFd theirs(pair[1]);  // closed on return: the worker holds the only other end
   // Without a region, /dev/null in its place: not a region to the worker, and a file to hand over.
   const worker::UniqueFd no_region(region_fd < 0 ? KBV_SYSCALL(open("/dev/null", O_RDONLY | O_CLOEXEC)) : -1);
-  const int inherited[] = {region_fd < 0 ? no_region.get() : region_fd, theirs.get()};
-  return start_worker(role, launch, inherited, sandbox);
+  const int inherited[] = {region_fd < 0 ? no_region.get() : region_fd, theirs.get(), build_folder};
+  std::optional<sandbox::Spec> spec;
+  if (sandbox) {
+    spec = *sandbox;
+    spec->build_folder_fd = build_folder >= 0 ? worker::kBuildFolderFd : -1;
+    if (build_folder < 0) spec->build_folder.clear();
+  }
+  return start_worker(role, launch, std::span(inherited, build_folder >= 0 && sandbox ? 3 : 2), spec ? &*spec : nullptr);
 }
 
 }  // namespace
 
-WorkerClient::WorkerClient(const std::string& role, const WorkerLaunch& launch, const sandbox::Spec* sandbox)
+WorkerClient::WorkerClient(const std::string& role, const WorkerLaunch& launch, const sandbox::Spec* sandbox,
+                           int build_folder)
     : region_(make_region()),
       sandbox_limits_(sandbox ? std::optional(sandbox->limits) : std::nullopt),
-      process_(start_with_file_socket(role, launch, sandbox, region_fd(), file_socket_)) {}
+      process_(start_with_file_socket(role, launch, sandbox, region_fd(), build_folder, file_socket_)) {}
 
 Reply WorkerClient::request(const nlohmann::json& sent, std::chrono::duration<double> timeout, Outputs outputs,
                             const Attachments& attachments) {

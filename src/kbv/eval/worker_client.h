@@ -74,8 +74,11 @@ struct Attachments {
 
 class WorkerClient {
  public:
-  // With a `sandbox` the worker is made in new namespaces and enters it before it serves.
-  WorkerClient(const std::string& role, const WorkerLaunch& launch, const sandbox::Spec* sandbox = nullptr);
+  // With a `sandbox` the worker is made in new namespaces and enters it before it serves; with a
+  // `build_folder` (sandbox/build_folder.h, its mount's descriptor) too, it attaches that folder at
+  // the spec's build_folder path, else it has none.
+  WorkerClient(const std::string& role, const WorkerLaunch& launch, const sandbox::Spec* sandbox = nullptr,
+               int build_folder = -1);
   // Sends `command` and waits up to `timeout` for the reply. Throws WorkerLost (the process is
   // then killed and reaped) or WorkerFailed.
   Reply request(const nlohmann::json& command, std::chrono::duration<double> timeout, Outputs outputs = Outputs::owned,

@@ -215,10 +215,11 @@ def load_candidate(path, name):
     import a build that failed in the process holding it, a compile error then misread as a missing
     module. Under this lock no other build runs here, so a torch lock file found in the directory
     is a killed build's: torch would wait for it forever, and it is removed.
-    The directory is the candidate content's own (eval/extension_cache.h): a build that failed
-    with a compiler's diagnostic leaves its log there, and the next import of the same content
-    returns it instead of spending the build again (kbv run's evaluation after its build ahead);
-    each build call is made once per content, its failure kept (building_once)."""
+    The directory is the candidate content's own (eval/extension_cache.h; in a sandbox a private
+    copy of the content's published build, eval/published_build.h): a build that failed with a
+    compiler's diagnostic leaves its log there, kbv publishes it with the build, and the next import
+    of the same content returns it instead of spending the build again (kbv run's evaluation after
+    its build ahead); each build call is made once per content, its failure kept (building_once)."""
     directory = os.environ.get("TORCH_EXTENSIONS_DIR")
     lock = None
     if directory:
@@ -230,8 +231,10 @@ def load_candidate(path, name):
         failed = os.path.join(directory, FAILED_BUILD_LOG)
         if os.path.exists(failed):
             with open(failed) as f:
-                return None, ("compile_error", f"this content's build failed before, not built again "
-                                               f"(the log, kept in {failed}: delete it to build again):\n{f.read()}")
+                return None, ("compile_error", f"this content's build failed before, not built again (its log, "
+                                               f"{FAILED_BUILD_LOG}, is kept with the content's build in kbv's cache: "
+                                               f"delete its folder under builds/, or extensions/ with the sandbox "
+                                               f"off, to build again):\n{f.read()}")
     try:
         import torch.utils.cpp_extension as cpp_extension
         builders = {n: getattr(cpp_extension, n) for n in ("load_inline", "load")}

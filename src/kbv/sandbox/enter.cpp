@@ -78,7 +78,7 @@ void enter(const Spec& spec) {
   for (const char* name : kUserNameVariables) check(setenv(name, kUserName, 1), "setenv");
   apply_limits(spec.limits);
   drop_privileges(uid, gid);
-  umask(002);  // its builds stay writable by the group: a later sandbox loads them again
+  umask(022);
   check(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS");
   install_seccomp_filter();
   entered_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

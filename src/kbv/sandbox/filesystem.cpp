@@ -1,7 +1,6 @@
 #include "kbv/sandbox/filesystem.h"
 
 #include <fcntl.h>
-#include <ftw.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -80,26 +79,6 @@ void mount_tmpfs(const std::string& path, const std::string& options) {
   if (mount("tmpfs", path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) == -1) fail("cannot mount a tmpfs at", path);
 }
 
-// The writable folders belong to every sandbox's group, group-writable and set-gid: the build of a
-// candidate's content and its later evaluation run under two sandboxes' users.
-gid_t shared_gid;
-int share_with_group(const char* path, const struct stat* facts, int, FTW*) {
-  if (facts->st_gid != shared_gid && lchown(path, static_cast<uid_t>(-1), shared_gid) == -1) return errno;
-  if (S_ISLNK(facts->st_mode)) return 0;
-  mode_t mode = facts->st_mode & 07777;
-  mode |= S_IRGRP | S_IWGRP | ((mode & S_IXUSR) ? S_IXGRP : 0) | (S_ISDIR(facts->st_mode) ? S_ISGID : 0);
-  if (mode != (facts->st_mode & 07777) && chmod(path, mode) == -1) return errno;
-  return 0;
-}
-
-void share_tree(const std::string& path, gid_t gid) {
-  shared_gid = gid;
-  if (const int error = nftw(path.c_str(), share_with_group, 16, FTW_PHYS); error != 0) {
-    errno = error > 0 ? error : errno;
-    fail("cannot give the sandbox's group", path);
-  }
-}
-
 // One step of the view, applied in order of depth so that a deeper step lands on what a shallower
 // one made: a path shown inside a hidden folder, a file hidden inside a shown folder.
 struct Step {
@@ -132,10 +111,8 @@ void build_view(const Spec& spec, uid_t uid, gid_t gid) {
   for (const std::string& path : spec.hidden) {
     if (const auto directory = is_directory(path)) steps.push_back({Step::hide, path, "", {}, *directory});
   }
-  for (const std::string& path : spec.writable) {
-    make_directories(path, 0755);
-    share_tree(path, gid);
-    steps.push_back({Step::show, path, "", clone_tree(path, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV), true});
+  if (!spec.build_folder.empty()) {  // a mount of its own already (build_folder.h): attached as it is
+    steps.push_back({Step::show, spec.build_folder, "", UniqueFd(spec.build_folder_fd), true});
   }
   for (const std::string& path : spec.readable) {
     if (const auto directory = is_directory(path)) {

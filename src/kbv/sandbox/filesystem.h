@@ -1,8 +1,9 @@
 // The sandbox's view of the filesystem, built inside its own mount namespace (docs/SECURITY.md):
 // every mount read-only and without set-uid; a private tmpfs of `scratch_bytes` at /tmp that also
 // backs /var/tmp, /dev/shm and $HOME; the hidden paths emptied; the readable ones shown read-only
-// and the writable ones read-write at their own paths, also where they lie inside a hidden folder
-// or the scratch; a /proc of the sandbox's own process table.
+// at their own paths, also where they lie inside a hidden folder or the scratch, and the
+// candidate's build folder (build_folder.h) read-write at its path; a /proc of the sandbox's own
+// process table.
 #pragma once
 
 #include <sys/types.h>
@@ -12,8 +13,8 @@
 namespace kbv::sandbox {
 
 // Must run as root of the mount and PID namespaces it changes, in the process that is PID 1 of
-// the new PID namespace (its /proc is mounted for that namespace). The writable folders are made
-// the group `gid`'s (group-writable, set-gid), $HOME the user `uid`'s. Leaves the working directory
+// the new PID namespace (its /proc is mounted for that namespace). $HOME is made the user `uid`'s
+// (of the group `gid`); root follows no path the sandbox could have changed. Leaves the working directory
 // at its own path in the new view, or at /tmp where that path is hidden. Throws std::system_error
 // naming the path it failed on.
 void build_view(const Spec& spec, uid_t uid, gid_t gid);

@@ -21,6 +21,7 @@ Limits default_limits() {
   limits.cpu_seconds = 2 * 3600;
   limits.file_bytes = std::uint64_t{16} << 30;
   limits.scratch_bytes = std::uint64_t{4} << 30;
+  limits.build_bytes = std::uint64_t{1} << 30;
   return limits;
 }
 
@@ -68,9 +69,11 @@ void set_limit(Limits& limits, const std::string& assignment) {
     limits.file_bytes = parse_number(value, true, assignment);
   } else if (name == "scratch") {
     limits.scratch_bytes = parse_number(value, true, assignment);
+  } else if (name == "build") {
+    limits.build_bytes = parse_number(value, true, assignment);
   } else {
     throw std::invalid_argument("--limit " + assignment + ": no limit '" + name +
-                                "' (memory, processes, cpu, file, scratch)");
+                                "' (memory, processes, cpu, file, scratch, build)");
   }
 }
 
@@ -79,13 +82,15 @@ nlohmann::json to_json(const Limits& l) {
           {"processes", l.processes},
           {"cpu_seconds", l.cpu_seconds},
           {"file_bytes", l.file_bytes},
-          {"scratch_bytes", l.scratch_bytes}};
+          {"scratch_bytes", l.scratch_bytes},
+          {"build_bytes", l.build_bytes}};
 }
 
 nlohmann::json to_json(const Spec& spec) {
   return {{"hidden", spec.hidden},
           {"readable", spec.readable},
-          {"writable", spec.writable},
+          {"build_folder", spec.build_folder},
+          {"build_folder_fd", spec.build_folder_fd},
           {"home", spec.home},
           {"limits", to_json(spec.limits)}};
 }
@@ -94,10 +99,12 @@ Spec spec_from_json(const nlohmann::json& json) {
   Spec spec;
   spec.hidden = json.at("hidden").get<std::vector<std::string>>();
   spec.readable = json.at("readable").get<std::vector<std::string>>();
-  spec.writable = json.at("writable").get<std::vector<std::string>>();
+  spec.build_folder = json.at("build_folder").get<std::string>();
+  spec.build_folder_fd = json.at("build_folder_fd").get<int>();
   spec.home = json.at("home").get<std::string>();
   const nlohmann::json& l = json.at("limits");
-  spec.limits = {l.at("memory_bytes"), l.at("processes"), l.at("cpu_seconds"), l.at("file_bytes"), l.at("scratch_bytes")};
+  spec.limits = {l.at("memory_bytes"), l.at("processes"),    l.at("cpu_seconds"),
+                 l.at("file_bytes"),   l.at("scratch_bytes"), l.at("build_bytes")};
   return spec;
 }
 

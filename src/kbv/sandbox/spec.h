@@ -23,13 +23,14 @@ struct Limits {
   std::uint64_t cpu_seconds = 0;    // RLIMIT_CPU
   std::uint64_t file_bytes = 0;     // RLIMIT_FSIZE: the largest file it may write
   std::uint64_t scratch_bytes = 0;  // the private tmpfs behind /tmp, /var/tmp, /dev/shm and $HOME, all together
+  std::uint64_t build_bytes = 0;    // the candidate's build folder (build_folder.h), all its files together
 };
 
 // kbv's defaults on this machine: memory its physical RAM, 16 tasks per core (at least 1024),
-// two hours of CPU time, 16 GiB files, 4 GiB of scratch.
+// two hours of CPU time, 16 GiB files, 4 GiB of scratch, 1 GiB of builds.
 Limits default_limits();
 
-// Sets one limit from "name=value" (memory, processes, cpu, file, scratch; sizes take K/M/G/T
+// Sets one limit from "name=value" (memory, processes, cpu, file, scratch, build; sizes take K/M/G/T
 // suffixes, cpu seconds). Throws std::invalid_argument with a message for the user.
 void set_limit(Limits& limits, const std::string& assignment);
 
@@ -40,8 +41,11 @@ struct Spec {
   // Shown read-only at the same path, also inside a hidden folder or the scratch: the interpreter
   // and its packages, kbv's executable, the problem and candidate files.
   std::vector<std::string> readable;
-  // Shown read-write at the same path, created if missing: the candidate's own extension builds.
-  std::vector<std::string> writable;
+  // The candidate's private build folder (build_folder.h), attached read-write at this path (its
+  // TORCH_EXTENSIONS_DIR) from the mount descriptor `build_folder_fd` the process inherits; empty
+  // for none. Nothing else is writable but the scratch.
+  std::string build_folder;
+  int build_folder_fd = -1;
   // $HOME: a private empty folder in the scratch (tools that write ~/.cache, ~/.triton).
   std::string home;
   Limits limits;

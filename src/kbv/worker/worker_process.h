@@ -22,10 +22,12 @@ namespace kbv::worker {
 
 // The fds at which a child started with inherited fds finds them: the first at kInheritedFd (a
 // worker's output region, the zygote's socket), the second after it (a worker's socket for open
-// files, kFileSocketFd).
+// files, kFileSocketFd), the third a sandboxed candidate worker's build folder (kBuildFolderFd,
+// sandbox/build_folder.h).
 inline constexpr int kInheritedFd = 5;
-inline constexpr int kMaxInheritedFds = 2;
+inline constexpr int kMaxInheritedFds = 3;
 inline constexpr int kFileSocketFd = kInheritedFd + 1;
+inline constexpr int kBuildFolderFd = kInheritedFd + 2;
 
 // poll()'s timeout for a wait until `deadline`: -1 (none) for time_point::max(), 0 once it passed.
 int poll_timeout_ms(std::chrono::steady_clock::time_point now, std::chrono::steady_clock::time_point deadline);
