@@ -18,6 +18,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include "kbv/protocol/protocol.h"
 #include "support/scoped_environment.h"
 
@@ -154,6 +157,49 @@ TEST(Zygote, LeavesAUsersBytecodeChoicesAlone) {
             "True True " + theirs.string() + " -");
   EXPECT_FALSE(fs::exists(dir / "cache" / "pycache"));
   fs::remove_all(dir.parent_path());
+}
+
+// Whether the writable memory of process `pid` holds `text` anywhere.
+bool memory_holds(pid_t pid, const std::string& text) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  const std::string mem_path = "/proc/" + std::to_string(pid) + "/mem";
+  std::ifstream mem(mem_path, std::ios::binary);
+  for (std::string line; std::getline(maps, line);) {
+    std::istringstream fields(line);
+    std::string range, perms;
+    fields >> range >> perms;
+    if (perms.rfind("rw", 0) != 0 || line.find("[v") != std::string::npos) continue;  // [vvar], [vsyscall]
+    const std::uint64_t begin = std::stoull(range.substr(0, range.find('-')), nullptr, 16);
+    const std::uint64_t end = std::stoull(range.substr(range.find('-') + 1), nullptr, 16);
+    std::string bytes(end - begin, '\0');
+    mem.clear();
+    mem.seekg(static_cast<std::streamoff>(begin));
+    mem.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    bytes.resize(static_cast<std::size_t>(std::max<std::streamsize>(mem.gcount(), 0)));
+    if (bytes.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// What the zygote was sent for one worker (its environment: build folders, devices; its sandbox's
+// view) is not in the memory of a later one, which a candidate there could read: the zygote reads
+// no request itself and wipes each one's text after its fork.
+TEST(Zygote, ALaterWorkerInheritsNothingOfAnEarlierOnesRequest) {
+  const std::string marker = "kbv-earlier-request-" + std::to_string(getpid());
+  // Longer than the next request, and at its end: a buffer the next one reuses keeps it.
+  const std::string secret = std::string(4000, 'q') + marker;
+  {
+    WorkerProcess first = shared_zygote()->spawn("reference", {{"KBV_TEST_SECRET", secret}});
+    EXPECT_EQ(request(first, {{"cmd", "exit"}}).value("status", ""), "ok");
+    first.wait();
+  }
+  const std::string own = "kbv-own-request-" + std::to_string(getpid());
+  WorkerProcess second = shared_zygote()->spawn("reference", {{"KBV_TEST_OWN", own}});
+  request(second, {{"cmd", "ping"}});  // it serves: its environment is set
+  EXPECT_TRUE(memory_holds(second.pid(), own)) << "the scan does not see the worker's own environment";
+  EXPECT_FALSE(memory_holds(second.pid(), marker)) << "an earlier worker's request is in a later worker's memory";
+  request(second, {{"cmd", "exit"}});
+  second.wait();
 }
 
 TEST(Zygote, KillTakesDownAForkedWorker) {

@@ -73,6 +73,7 @@ PassedFds receive_fds(int socket, std::chrono::steady_clock::time_point deadline
   if (n == 0 && received.fds.empty()) return received;  // closed
   received.status = PassedFds::Status::message;
   received.text.assign(buffer, static_cast<std::size_t>(n));
+  explicit_bzero(buffer, static_cast<std::size_t>(n));  // the text lives on in `received` alone
   return received;
 }
 

@@ -232,6 +232,7 @@ WorkerProcess WorkerProcess::spawn(const std::vector<std::string>& argv,
   UniqueFd child_error = above_std_fds(std::move(error.write));
   if (inherited.size() > kMaxInheritedFds) throw std::invalid_argument("WorkerProcess::start: too many inherited fds");
   UniqueFd child_inherited[kMaxInheritedFds];
+  static_assert(kMaxInheritedFds == 3, "the plan below names each inherited fd");
   for (std::size_t i = 0; i < inherited.size(); ++i) {
     if (inherited[i] >= 0) child_inherited[i] = UniqueFd(KBV_SYSCALL(fcntl(inherited[i], F_DUPFD_CLOEXEC, kFirstFreeFd)));
   }
@@ -247,7 +248,7 @@ WorkerProcess WorkerProcess::spawn(const std::vector<std::string>& argv,
                        child_command.get(),
                        child_result.get(),
                        child_error.get(),
-                       {child_inherited[0].get(), child_inherited[1].get()},
+                       {child_inherited[0].get(), child_inherited[1].get(), child_inherited[2].get()},
                        static_cast<int>(inherited.size()),
                        getpid(),
                        static_cast<int>(std::min<rlim_t>(files.rlim_cur, 1 << 20)),

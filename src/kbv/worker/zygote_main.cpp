@@ -32,6 +32,9 @@
 namespace kbv::worker {
 namespace {
 
+// The intermediate process's answer for a request it cannot read (in place of a worker's pid).
+constexpr int kMalformed = -2;
+
 void reply(const nlohmann::json& message) {
   const std::string text = message.dump();
   while (send(kInheritedFd, text.data(), text.size(), MSG_NOSIGNAL) == -1 && errno == EINTR) {
@@ -138,14 +141,18 @@ int run_zygote(const std::string& python_executable) {
       std::fflush(nullptr);
       _exit(0);
     }
-    const nlohmann::json spec = nlohmann::json::parse(request.text, nullptr, false);
-    if (request.fds.size() < 3 || request.fds.size() > 3 + kMaxInheritedFds || spec.is_discarded() ||
-        !spec.contains("role") || !spec.contains("environment") || !spec.contains("sandbox")) {
+    // The request is read only in the intermediate process, and its text wiped here after the
+    // fork: what one worker was sent (its build folder's key, its environment, its view) stays out
+    // of this process's memory, which every later worker inherits.
+    const auto forget = [&] { explicit_bzero(request.text.data(), request.text.size()); };
+    if (request.fds.size() < 3 || request.fds.size() > 3 + kMaxInheritedFds) {
+      forget();
       reply({{"error", "malformed request"}});
       continue;
     }
     int pid_pipe[2];
     if (pipe2(pid_pipe, O_CLOEXEC) == -1) {
+      forget();
       reply({{"error", std::string("pipe: ") + std::strerror(errno)}});
       continue;
     }
@@ -155,6 +162,12 @@ int run_zygote(const std::string& python_executable) {
     if (intermediate == 0) {
       // Forks the worker, names it to the zygote and exits, so the worker is re-parented to kbv.
       // A sandboxed worker is forked into new namespaces, the PID namespace's first process.
+      const nlohmann::json spec = nlohmann::json::parse(request.text, nullptr, false);
+      if (spec.is_discarded() || !spec.contains("role") || !spec.contains("environment") || !spec.contains("sandbox")) {
+        const int result[2] = {kMalformed, 0};
+        [[maybe_unused]] const ssize_t written = write(pid_pipe[1], result, sizeof result);
+        _exit(0);
+      }
       const pid_t self = getpid();
       const bool sandboxed = !spec.at("sandbox").is_null();
       const int pidfd = sandboxed ? static_cast<int>(syscall(SYS_pidfd_open, self, 0)) : -1;
@@ -181,8 +194,11 @@ int run_zygote(const std::string& python_executable) {
       }
     }
     close(pid_pipe[0]);
+    forget();
     if (result[0] > 0) {
       reply({{"pid", result[0]}});
+    } else if (result[0] == kMalformed) {
+      reply({{"error", "malformed request"}});
     } else {
       reply({{"error", std::string("fork: ") + std::strerror(result[1])}});
     }
