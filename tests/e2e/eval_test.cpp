@@ -14,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "kbv_runner.h"
+#include "support/remove_tree.h"
+#include "support/scoped_environment.h"
 
 namespace {
 
@@ -363,6 +365,9 @@ TEST(BuildCache, AStaleTorchBuildLockDoesNotHangTheNextEvaluation) {
 // would hang the next import) is not used: removed, built again, and the evaluation passes.
 TEST(BuildCache, APublishedBuildThatDiffersFromItsManifestIsBuiltAgain) {
   if (geteuid() != 0) GTEST_SKIP() << "the sandbox needs root";
+  // A cache of its own: the one published build there is this content's.
+  const fs::path cache = fs::temp_directory_path() / ("kbv_e2e_changed_build_" + std::to_string(getpid()));
+  const kbv::testing::ScopedEnvironment own_cache("KBV_CACHE", cache.string());
   const std::vector<std::string> args = {(kExamples / "problems/1_ReLU.py").string(),
                                          (kExamples / "candidates/1_ReLU/cpu_honest.py").string(), "--protocol",
                                          "kernelbench", "--compile-timeout", "120", "--quiet"};
@@ -374,6 +379,7 @@ TEST(BuildCache, APublishedBuildThatDiffersFromItsManifestIsBuiltAgain) {
   EXPECT_EQ(r.record.value("verdict", "?"), "pass") << r.err;
   EXPECT_NE(r.err.find("does not match its manifest"), std::string::npos) << r.err;
   for (const fs::path& build : elementwise_builds(cache_folder() / "builds")) EXPECT_FALSE(fs::exists(build / "lock")) << build;
+  kbv::testing::remove_tree(cache);
 }
 
 // A build that failed with the compiler's own error leaves its log in the content's cache folder:

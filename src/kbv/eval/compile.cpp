@@ -80,6 +80,7 @@ CompileResult compile_candidate(const CompileRequest& request, const std::string
       result.message = std::string(lost.what()) + "\n" + worker.log_tail();
     }
     worker.shutdown();  // every process of its sandbox gone: what the folder holds is final
+    result.containment = worker.containment();
   }
   result.seconds = elapsed();
   if (folder) settle(*folder, published, result);

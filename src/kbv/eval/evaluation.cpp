@@ -344,6 +344,7 @@ bool build_first(const EvalRequest& request, Record& record) {
   } else {
     return true;
   }
+  if (built.containment.is_object()) record.sandbox.update(built.containment);
   return false;
 }
 
@@ -378,6 +379,7 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
     worker = start_candidate_worker(request, false);
   }
   WorkerClient& candidate = *worker;
+  if (request.launch.sandbox) record.sandbox.update(candidate.containment());
   // The previous candidate's worker (kbv run), asked to exit, tears down while this evaluation's
   // untimed steps run; it is reaped before anything here is timed, in a stage of its own (outside
   // the others, so that no second counts twice).

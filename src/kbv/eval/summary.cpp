@@ -124,6 +124,10 @@ std::string summarize(const protocol::Record& r) {
     for (size_t j = 0; j < items.size() && j < kEvidenceShown; ++j) out << "             " << evidence_line(items[j]) << "\n";
     if (items.size() > kEvidenceShown) out << "             (" << items.size() - kEvidenceShown << " more in the record)\n";
   }
+  if (r.sandbox.contains("cgroup_missing")) {
+    out << "\nsandbox    no cgroup: memory and processes limited per process only ("
+        << r.sandbox["cgroup_missing"].get<std::string>() << ")\n";
+  }
   const bool failed_to_run = r.verdict == protocol::Verdict::compile_error || r.verdict == protocol::Verdict::crash ||
                              r.verdict == protocol::Verdict::runtime_error || r.verdict == protocol::Verdict::timeout;
   if (failed_to_run) {

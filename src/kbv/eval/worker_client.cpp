@@ -85,7 +85,16 @@ WorkerClient::WorkerClient(const std::string& role, const WorkerLaunch& launch, 
                            int build_folder)
     : region_(make_region()),
       sandbox_limits_(sandbox ? std::optional(sandbox->limits) : std::nullopt),
-      process_(start_with_file_socket(role, launch, sandbox, region_fd(), build_folder, file_socket_)) {}
+      cgroup_(sandbox ? sandbox::Cgroup::create(sandbox->limits, cgroup_missing_) : nullptr),
+      process_(start_with_file_socket(role, launch, sandbox, region_fd(), build_folder, file_socket_)) {
+  // Before any command: no candidate code runs until the worker is sent one.
+  if (cgroup_) cgroup_->add(process_.pid());
+}
+
+nlohmann::json WorkerClient::containment() const {
+  if (!sandbox_limits_) return nullptr;
+  return cgroup_ ? nlohmann::json{{"cgroup", cgroup_->version()}} : nlohmann::json{{"cgroup", nullptr}, {"cgroup_missing", cgroup_missing_}};
+}
 
 Reply WorkerClient::request(const nlohmann::json& sent, std::chrono::duration<double> timeout, Outputs outputs,
                             const Attachments& attachments) {
@@ -167,8 +176,9 @@ Reply WorkerClient::await(const Posted& posted, Outputs outputs) {
     if (sandbox_limits_ && !answered_ && !status.signaled && status.code == sandbox::kSetupFailedExit) {
       throw WorkerLost("sandbox", "the candidate's sandbox could not be set up: " + process_.log_tail());
     }
-    const std::string note =
+    std::string note =
         sandbox_limits_ ? sandbox::explain_exit(status.signaled, status.code, status.cpu_seconds, *sandbox_limits_) : "";
+    if (note.empty() && cgroup_ && cgroup_->oom_kills() > 0) note = sandbox::explain_cgroup_memory(*sandbox_limits_);
     throw WorkerLost("crash", with_note("worker process " + status.describe() + " during '" + what + "'" +
                                             (received.error.empty() ? "" : " (" + received.error + ")"),
                                         note));

@@ -15,6 +15,7 @@
 #include <ATen/core/Tensor.h>
 #include <nlohmann/json.hpp>
 
+#include "kbv/sandbox/cgroup.h"
 #include "kbv/sandbox/spec.h"
 #include "kbv/worker/shared_region.h"
 #include "kbv/worker/tensor_codec.h"
@@ -98,6 +99,9 @@ class WorkerClient {
   // begin_shutdown(), then reaps the process (killing it if it does not go within a few seconds).
   void shutdown();
   std::string log_tail() const { return process_.log_tail(); }
+  // How a sandboxed worker's resources are held together: {"cgroup": "v1" | "v2"}, or
+  // {"cgroup": null, "cgroup_missing": why} where only the per-process limits hold; null unsandboxed.
+  nlohmann::json containment() const;
   // The worker's output region's file (-1 without one): a reply's views lie there.
   int region_fd() const { return region_ ? region_->fd() : -1; }
 
@@ -115,6 +119,8 @@ class WorkerClient {
   std::shared_ptr<const worker::SharedRegion> region_;  // null when none could be made: blobs only
   worker::UniqueFd file_socket_;                         // the worker's kFileSocketFd is the other end (made with process_)
   std::optional<sandbox::Limits> sandbox_limits_;        // set when the worker is sandboxed
+  std::string cgroup_missing_;                           // why a sandboxed worker has no cgroup
+  std::unique_ptr<sandbox::Cgroup> cgroup_;              // its sandbox's, removed after process_ is reaped
   worker::WorkerProcess process_;
   bool answered_ = false;  // a reply came: from then on anything that ends it is the worker's own doing
   bool running_ = true;

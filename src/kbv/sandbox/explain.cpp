@@ -39,6 +39,11 @@ std::string explain_exit(bool signaled, int code, double cpu_seconds, const Limi
   return "";
 }
 
+std::string explain_cgroup_memory(const Limits& limits) {
+  return "the sandbox reached its memory limit of " + gib(limits.memory_bytes) +
+         " for all its processes and memory together (--limit memory=): the kernel killed it";
+}
+
 std::string explain_error(const std::string& message, const Limits& limits) {
   static const std::regex processes(R"(Resource temporarily unavailable|can't start new thread|BlockingIOError)");
   static const std::regex space(R"(No space left on device)");

@@ -14,6 +14,9 @@ namespace kbv::sandbox {
 // SIGKILL at the CPU-time limit. Empty when none of these.
 std::string explain_exit(bool signaled, int code, double cpu_seconds, const Limits& limits);
 
+// For a worker whose sandbox's cgroup (cgroup.h) saw the kernel kill a process at its memory limit.
+std::string explain_cgroup_memory(const Limits& limits);
+
 // For an error the worker reported: out of memory (host, or the GPU's where torch's report of it
 // fails on NVML), unable to start a process or thread, a file too large (where SIGXFSZ is
 // ignored), no space left in the scratch. Empty when none of these.

@@ -25,6 +25,7 @@
 #include "kbv/python/harness.h"
 #include "kbv/python/interpreter.h"
 #include "kbv/sandbox/enter.h"
+#include "kbv/sandbox/environment.h"
 #include "kbv/sandbox/explain.h"
 #include "kbv/worker/channel.h"
 #include "kbv/worker/device_handoff.h"
@@ -378,7 +379,10 @@ std::string untyped_failure_kind(Role role, const std::string& text) {
 }  // namespace
 
 int run_worker(Role role, const std::string& python_executable, const std::string& sandbox) {
-  if (!sandbox.empty()) sandbox::enter_or_exit(sandbox::spec_from_json(json::parse(sandbox)));
+  if (!sandbox.empty()) {
+    sandbox::keep_only_candidate_environment();
+    sandbox::enter_or_exit(sandbox::spec_from_json(json::parse(sandbox)));
+  }
   measure::install_counting_cpu_allocator();
   python::start_interpreter(python_executable);
   return serve_worker(role);

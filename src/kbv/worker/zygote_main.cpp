@@ -24,6 +24,7 @@
 #include "kbv/python/harness.h"
 #include "kbv/python/interpreter.h"
 #include "kbv/sandbox/enter.h"
+#include "kbv/sandbox/environment.h"
 #include "kbv/worker/channel.h"
 #include "kbv/worker/fd_passing.h"
 #include "kbv/worker/worker_main.h"
@@ -114,6 +115,9 @@ void reply(const nlohmann::json& message) {
 }  // namespace
 
 int run_zygote(const std::string& python_executable) {
+  // Before the interpreter copies it into os.environ: every worker forked from here, the
+  // candidates' among them, inherits no variable but those they may see.
+  sandbox::keep_only_candidate_environment();
   // Every fd number a forked worker's inherited fds take above the zygote's socket is held from
   // the start: a library the interpreter loads (NVML, for torch's device count) would otherwise
   // take it, and the worker's dup2 would replace that library's file under it.
