@@ -1,7 +1,8 @@
 """What the sandbox costs an evaluation: `kbv eval` of one candidate, --sandbox on and off in
 turns (so that drift in the machine falls on both alike), its wall time and stages per run, the
 median difference, the median of each pair's, and how long the worker took to enter its sandbox.
-The candidate's build is made first and cached, so no run builds.
+The candidate's build is made first for each side (a sandboxed build is published, one with the
+sandbox off is made in place) and cached, so no run builds.
 
 Usage: python3 bench/sandbox_cost.py KBV PROBLEM CANDIDATE [--device cpu|cuda] [--runs N]
        [--protocol kernelbench|verified] [--out FILE.json]
@@ -41,7 +42,8 @@ def main():
     runs = {"on": [], "off": []}
     with tempfile.TemporaryDirectory() as scratch:
         record = os.path.join(scratch, "record.json")
-        evaluate(args.kbv, args.problem, args.candidate, args.device, args.protocol, "on", record)  # builds, warms
+        for sandbox in ("on", "off"):  # builds (the sandbox's published, the other in place), warms
+            evaluate(args.kbv, args.problem, args.candidate, args.device, args.protocol, sandbox, record)
         for i in range(args.runs):
             for sandbox in ("on", "off") if i % 2 == 0 else ("off", "on"):
                 wall, r = evaluate(args.kbv, args.problem, args.candidate, args.device, args.protocol, sandbox, record)

@@ -9,6 +9,7 @@
 #include "kbv/eval/extension_cache.h"
 #include "kbv/eval/published_build.h"
 #include "kbv/eval/sandbox_plan.h"
+#include "kbv/sandbox/explain.h"
 
 namespace kbv::eval {
 namespace {
@@ -17,19 +18,12 @@ namespace {
 // FAILED_BUILD_LOG): the same content fails the same way, and its evaluations find it there.
 constexpr const char* kFailedBuildLog = "kbv-build-failed.log";
 
-std::string gib(std::uint64_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3g GiB", static_cast<double>(bytes) / double(1ull << 30));
-  return text;
-}
-
 // Publishes what a sandboxed build left, or says why not (the result then says so too).
 void settle(const sandbox::BuildFolder& folder, const std::string& published, CompileResult& result) {
   if (folder.full()) {
     result.outcome = "compile_error";
     result.over_limit = true;
-    result.message = "the build filled its build folder, " + gib(folder.size_bytes()) +
-                     " (--limit build=); nothing of it is kept\n" + result.message;
+    result.message = sandbox::explain_full_build_folder(folder.size_bytes()) + "\n" + result.message;
     return;
   }
   const bool lasting = result.outcome == "ok" || (result.outcome == "compile_error" && folder.holds(kFailedBuildLog));

@@ -39,6 +39,10 @@ std::string explain_exit(bool signaled, int code, double cpu_seconds, const Limi
   return "";
 }
 
+std::string explain_full_build_folder(std::uint64_t bytes) {
+  return "the build filled its build folder, " + gib(bytes) + " (--limit build=); nothing of it is kept";
+}
+
 std::string explain_cgroup_memory(const Limits& limits) {
   return "the sandbox reached its memory limit of " + gib(limits.memory_bytes) +
          " for all its processes and memory together (--limit memory=): the kernel killed it";

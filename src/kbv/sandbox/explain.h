@@ -14,6 +14,9 @@ namespace kbv::sandbox {
 // SIGKILL at the CPU-time limit. Empty when none of these.
 std::string explain_exit(bool signaled, int code, double cpu_seconds, const Limits& limits);
 
+// For a build that filled its build folder (build_folder.h) of `bytes`.
+std::string explain_full_build_folder(std::uint64_t bytes);
+
 // For a worker whose sandbox's cgroup (cgroup.h) saw the kernel kill a process at its memory limit.
 std::string explain_cgroup_memory(const Limits& limits);
 
