@@ -274,6 +274,10 @@ TEST_F(Sandbox, EveryHostileCandidateIsContainedWithOneRecordAndItsVerdict) {
   EXPECT_EQ(families.find("hostile: opened"), std::string::npos) << families;
   EXPECT_NE(families.find("hostile: vsock: EPERM"), std::string::npos) << families;
   EXPECT_NE(families.find("hostile: vsock, high bits: EPERM"), std::string::npos) << families;
+  // The caller's folders (the corpus beside it, the other problems) are empty in its view.
+  const std::string neighbours = runs.at("read_neighbours.py").record.at("logs").value("candidate", "");
+  EXPECT_NE(neighbours.find("hostile: neighbours looked at"), std::string::npos) << neighbours;
+  EXPECT_EQ(neighbours.find("hostile: read "), std::string::npos) << neighbours;
   // The operator's secret reached no candidate, and so no record.
   const std::string environment = runs.at("environment.py").record.at("logs").value("candidate", "");
   EXPECT_NE(environment.find("hostile: AWS_SECRET_ACCESS_KEY nowhere"), std::string::npos) << environment;

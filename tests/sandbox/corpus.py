@@ -66,7 +66,7 @@ def main():
         f.write("root's\n")
     os.chmod(target, 0o600)
     env = dict(os.environ, KBV_CACHE=cache, KBV_HOSTILE_PORT=str(tcp.getsockname()[1]), KBV_HOSTILE_SOCKET=name,
-               KBV_HOSTILE_MARK=mark, KBV_HOSTILE_TARGET=target)
+               KBV_HOSTILE_MARK=mark, KBV_HOSTILE_TARGET=target, AWS_SECRET_ACCESS_KEY=f"kbv-hostile-secret-{os.getpid()}")
 
     lines = [("candidate", "expected", "verdict", "reason (end)", "ok")]
     failures = 0
@@ -90,6 +90,10 @@ def main():
             ok = ok and "processes seen: 1" in log and record_path not in log
         if row["candidate"] == "socket_families.py":
             ok = ok and "hostile: opened" not in log and "hostile: vsock: EPERM" in log
+        if row["candidate"] == "read_neighbours.py":
+            ok = ok and "hostile: neighbours looked at" in log and "hostile: read " not in log
+        if row["candidate"] == "environment.py":
+            ok = ok and "AWS_SECRET_ACCESS_KEY nowhere" in log
         if row["candidate"] == "remember.py":
             ok = ok and "note from an earlier run: False" in log
         failures += not ok

@@ -1,11 +1,13 @@
 #include "kbv/eval/sandbox_plan.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -59,6 +61,30 @@ std::string canonical_or_given(const std::string& path) {
   return error ? path : real.string();
 }
 
+// Whether `path` is `folder` or lies inside it.
+bool inside(const fs::path& path, const fs::path& folder) {
+  return std::mismatch(folder.begin(), folder.end(), path.begin(), path.end()).first == folder.end();
+}
+
+// Whether `folder` is the caller's own, which a worker needs nothing of beyond the files shown again
+// inside it: not the root, nor a folder the system, its toolchain or its devices live in.
+bool callers_folder(const fs::path& folder) {
+  static const fs::path kSystem[] = {"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/opt",
+                                     "/proc", "/sys", "/dev", "/var", "/run", "/boot", "/snap", "/nix", "/tmp"};
+  if (!folder.is_absolute() || folder == folder.root_path()) return false;
+  return std::none_of(std::begin(kSystem), std::end(kSystem), [&](const fs::path& system) { return inside(folder, system); });
+}
+
+// The absolute entries of a search path in the environment (PATH, LD_LIBRARY_PATH).
+std::vector<std::string> search_path(const char* name) {
+  std::vector<std::string> entries;
+  std::istringstream path(std::getenv(name) ? std::getenv(name) : "");
+  for (std::string entry; std::getline(path, entry, ':');) {
+    if (!entry.empty() && entry[0] == '/') entries.push_back(entry);
+  }
+  return entries;
+}
+
 }  // namespace
 
 sandbox::Spec plan_sandbox(const WorkerLaunch& launch, const std::string& cache_dir, const std::vector<std::string>& files) {
@@ -71,6 +97,30 @@ sandbox::Spec plan_sandbox(const WorkerLaunch& launch, const std::string& cache_
   sandbox::Spec spec;
   spec.hidden = {canonical_or_given(cache_dir), "/run"};
   for (const std::string& path : launch.hidden) spec.hidden.push_back(canonical_or_given(path));
+  // The caller's folders: those of the problem and candidate files (other candidates' sources,
+  // other problems) and kbv's working folder (a run's manifest, its records); the files it imports
+  // are shown again inside.
+  std::vector<fs::path> callers;
+  for (const std::string& file : files) callers.push_back(fs::path(canonical_or_given(file)).parent_path());
+  std::error_code no_cwd;
+  if (const fs::path cwd = fs::current_path(no_cwd); !no_cwd) callers.push_back(fs::path(canonical_or_given(cwd.string())));
+  std::vector<fs::path> hidden_callers;
+  for (const fs::path& folder : callers) {
+    if (callers_folder(folder)) hidden_callers.push_back(folder);
+  }
+  spec.hidden.insert(spec.hidden.end(), hidden_callers.begin(), hidden_callers.end());
+  // What the environment names inside them (programs, libraries, the compiler) is shown again.
+  std::vector<std::string> named = search_path("PATH");
+  for (const std::string& entry : search_path("LD_LIBRARY_PATH")) named.push_back(entry);
+  for (const auto& [name, value] : launch.environment) {
+    if (name == "CXX" && fs::path(value).is_absolute()) named.push_back(fs::path(value).parent_path().string());
+  }
+  for (const std::string& entry : named) {
+    const fs::path real = canonical_or_given(entry);
+    if (std::any_of(hidden_callers.begin(), hidden_callers.end(), [&](const fs::path& folder) { return inside(real, folder); })) {
+      readable.insert(real.string());
+    }
+  }
   spec.readable.assign(readable.begin(), readable.end());
   for (const auto& [name, value] : launch.environment) {
     if (name == "TORCH_EXTENSIONS_DIR") spec.build_folder = canonical_or_given(value);

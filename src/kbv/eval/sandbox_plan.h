@@ -2,7 +2,8 @@
 // worker must read to run (the interpreter and its packages, kbv's compiler wrapper and its
 // precompiled header, the problem and candidate files), the one folder it may write beside its
 // scratch (its private build folder, attached at its TORCH_EXTENSIONS_DIR), and what it must not
-// see (kbv's cache, $HOME, /run, the store).
+// see (kbv's cache, $HOME, /run, the store, the caller's folders that hold the problem and candidate
+// files and kbv's working folder: other candidates' sources, a run's manifest).
 #pragma once
 
 #include <string>
