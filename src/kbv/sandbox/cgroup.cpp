@@ -92,6 +92,36 @@ bool make_beside_leftovers(const std::string& dir) {
   return mkdir(dir.c_str(), 0755) == 0;
 }
 
+// Where a cgroup v2 that hands controllers to children keeps its own processes ("no internal
+// processes": such a cgroup may hold none itself).
+const std::string kLeaf = "/kbv-processes";
+
+bool controllers_for_children(const std::string& dir) {
+  const std::string enabled = read_file(dir + "/cgroup.subtree_control");
+  return has_word(enabled, "memory") && has_word(enabled, "pids");
+}
+
+// Makes `dir`'s children get the memory and pids controllers: enabled where `dir` has them (from
+// its parent, asked to hand them down where it holds no process), with `dir`'s processes (kbv's,
+// and whatever else shares its cgroup) moved into a leaf of their own first where they are in the way.
+bool hand_to_children(const std::string& dir) {
+  if (controllers_for_children(dir)) return true;
+  const std::string controllers = read_file(dir + "/cgroup.controllers");
+  if (!has_word(controllers, "memory") || !has_word(controllers, "pids")) {
+    const std::string above = dir.substr(0, dir.rfind('/'));
+    if (!write_file(above + "/cgroup.subtree_control", "+memory +pids")) return false;
+  }
+  if (write_file(dir + "/cgroup.subtree_control", "+memory +pids")) return true;
+  const std::string leaf = dir + kLeaf;
+  if (mkdir(leaf.c_str(), 0755) != 0 && errno != EEXIST) return false;
+  for (int round = 0; round < 5; ++round) {  // a process forked meanwhile is moved in the next round
+    std::istringstream pids(read_file(dir + "/cgroup.procs"));
+    for (std::string pid; pids >> pid;) write_file(leaf + "/cgroup.procs", pid);
+    if (write_file(dir + "/cgroup.subtree_control", "+memory +pids")) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::unique_ptr<Cgroup> Cgroup::create(const Limits& limits, std::string& why_not) {
@@ -99,12 +129,12 @@ std::unique_ptr<Cgroup> Cgroup::create(const Limits& limits, std::string& why_no
   const auto paths = own_paths();
   const std::string name = fresh_name();
   const auto limit_text = [](std::uint64_t value) { return value ? std::to_string(value) : std::string("max"); };
-  // v2: memory and pids handed to this cgroup's children (enabled here unless processes are in it).
+  // v2: memory and pids handed to this cgroup's children.
   if (points.count("") && paths.count("")) {
-    const std::string parent = points.at("") + (paths.at("") == "/" ? "" : paths.at(""));
-    const std::string enabled = read_file(parent + "/cgroup.subtree_control");
-    if (has_word(read_file(parent + "/cgroup.controllers"), "memory") && has_word(read_file(parent + "/cgroup.controllers"), "pids") &&
-        ((has_word(enabled, "memory") && has_word(enabled, "pids")) || write_file(parent + "/cgroup.subtree_control", "+memory +pids"))) {
+    std::string own = paths.at("");
+    if (own.size() > kLeaf.size() && own.compare(own.size() - kLeaf.size(), kLeaf.size(), kLeaf) == 0) own.resize(own.size() - kLeaf.size());
+    const std::string parent = points.at("") + (own == "/" ? "" : own);
+    if (hand_to_children(parent)) {
       const std::string dir = parent + "/" + name;
       if (make_beside_leftovers(dir)) {
         std::unique_ptr<Cgroup> made(new Cgroup({dir}, true));
@@ -139,8 +169,8 @@ std::unique_ptr<Cgroup> Cgroup::create(const Limits& limits, std::string& why_no
     }
     for (const std::string& dir : dirs) rmdir(dir.c_str());
   }
-  why_not = "no cgroup with the memory and pids controllers can be made under kbv's own (v2: kbv's cgroup holds "
-            "other processes, or does not delegate them; v1: no such hierarchies); start kbv in a cgroup of its own "
+  why_not = "no cgroup with the memory and pids controllers can be made under kbv's own (v2: they cannot be "
+            "handed to its children; v1: no such hierarchies); start kbv in a cgroup delegated to it "
             "(e.g. systemd-run --scope -p Delegate=yes kbv ...)";
   return nullptr;
 }
