@@ -1,5 +1,6 @@
 #include "kbv/sandbox/cgroup.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -56,11 +57,15 @@ std::string read_file(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// Writes a cgroup file that exists (never makes one: a path outside cgroupfs stays untouched).
 bool write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  out.close();
-  return static_cast<bool>(out);
+  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd == -1) return false;
+  const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  const int error = errno;
+  close(fd);
+  errno = error;
+  return written;
 }
 
 bool has_word(const std::string& text, const std::string& word) {
@@ -104,14 +109,17 @@ bool controllers_for_children(const std::string& dir) {
 // Makes `dir`'s children get the memory and pids controllers: enabled where `dir` has them (from
 // its parent, asked to hand them down where it holds no process), with `dir`'s processes (kbv's,
 // and whatever else shares its cgroup) moved into a leaf of their own first where they are in the way.
-bool hand_to_children(const std::string& dir) {
+bool hand_to_children(const std::string& root, const std::string& dir) {
+  // A hierarchy whose root lacks them (v1 holds them on this machine) is left as it is.
+  const std::string at_root = read_file(root + "/cgroup.controllers");
+  if (!has_word(at_root, "memory") || !has_word(at_root, "pids")) return false;
   if (controllers_for_children(dir)) return true;
   const std::string controllers = read_file(dir + "/cgroup.controllers");
-  if (!has_word(controllers, "memory") || !has_word(controllers, "pids")) {
+  if (dir != root && (!has_word(controllers, "memory") || !has_word(controllers, "pids"))) {
     const std::string above = dir.substr(0, dir.rfind('/'));
     if (!write_file(above + "/cgroup.subtree_control", "+memory +pids")) return false;
   }
-  if (write_file(dir + "/cgroup.subtree_control", "+memory +pids")) return true;
+  if (write_file(dir + "/cgroup.subtree_control", "+memory +pids") || dir == root) return controllers_for_children(dir);
   const std::string leaf = dir + kLeaf;
   if (mkdir(leaf.c_str(), 0755) != 0 && errno != EEXIST) return false;
   for (int round = 0; round < 5; ++round) {  // a process forked meanwhile is moved in the next round
@@ -134,11 +142,13 @@ std::unique_ptr<Cgroup> Cgroup::create(const Limits& limits, std::string& why_no
     std::string own = paths.at("");
     if (own.size() > kLeaf.size() && own.compare(own.size() - kLeaf.size(), kLeaf.size(), kLeaf) == 0) own.resize(own.size() - kLeaf.size());
     const std::string parent = points.at("") + (own == "/" ? "" : own);
-    if (hand_to_children(parent)) {
+    if (hand_to_children(points.at(""), parent)) {
       const std::string dir = parent + "/" + name;
       if (make_beside_leftovers(dir)) {
         std::unique_ptr<Cgroup> made(new Cgroup({dir}, true));
-        if (write_file(dir + "/memory.max", limit_text(limits.memory_bytes)) && write_file(dir + "/memory.swap.max", "0") &&
+        // No swap to step around the limit with, where the kernel accounts for swap at all.
+        const bool swap = access((dir + "/memory.swap.max").c_str(), W_OK) != 0 || write_file(dir + "/memory.swap.max", "0");
+        if (swap && write_file(dir + "/memory.max", limit_text(limits.memory_bytes)) &&
             write_file(dir + "/memory.oom.group", "1") && write_file(dir + "/pids.max", limit_text(limits.processes))) {
           return made;
         }
