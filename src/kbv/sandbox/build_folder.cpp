@@ -117,29 +117,6 @@ UniqueFd open_folder(const std::string& path) {
   return fd;
 }
 
-void digest_tree(int dir, const std::string& prefix, int depth, FileDigests& digests) {
-  for (const std::string& name : names_in(dir, prefix.empty() ? "." : prefix)) {
-    const std::string path = prefix.empty() ? name : prefix + "/" + name;
-    const UniqueFd fd(openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-    struct stat facts {};
-    if (!fd || fstat(fd.get(), &facts) == -1) fail("cannot open", path);
-    if (S_ISDIR(facts.st_mode) && depth < BuildFolder::kMaxDepth) {
-      digest_tree(fd.get(), path, depth + 1, digests);
-    } else if (S_ISREG(facts.st_mode)) {
-      Sha256 digest;
-      char buffer[1 << 16];
-      for (ssize_t n; (n = read(fd.get(), buffer, sizeof buffer)) != 0;) {
-        if (n < 0 && errno != EINTR) fail("cannot read", path);
-        if (n > 0) digest.update(std::string_view(buffer, static_cast<std::size_t>(n)));
-      }
-      digests[path] = digest.hex();
-    } else {
-      errno = EINVAL;
-      fail("holds what is neither a file nor a folder:", path);
-    }
-  }
-}
-
 }  // namespace
 
 BuildFolder::BuildFolder(std::uint64_t size_bytes) : size_bytes_(size_bytes) {
@@ -198,13 +175,6 @@ bool BuildFolder::full() const {
 bool BuildFolder::holds(const std::string& relative) const {
   struct stat facts {};
   return fstatat(fd(), relative.c_str(), &facts, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(facts.st_mode);
-}
-
-FileDigests digest_folder(const std::string& folder) {
-  FileDigests digests;
-  const UniqueFd dir = open_folder(folder);
-  digest_tree(dir.get(), "", 0, digests);
-  return digests;
 }
 
 }  // namespace kbv::sandbox

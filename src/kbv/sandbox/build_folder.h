@@ -49,7 +49,4 @@ class BuildFolder {
   std::uint64_t size_bytes_;
 };
 
-// The digests of every regular file under `folder` (links are an error); throws std::system_error.
-FileDigests digest_folder(const std::string& folder);
-
 }  // namespace kbv::sandbox
