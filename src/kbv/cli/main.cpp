@@ -188,7 +188,7 @@ int run_compile(const CompileOptions& options, const std::string& zygote, const 
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%.1fs", r.seconds);
     std::cout << "[" << ++finished << "/" << request.candidates.size() << "] " << r.outcome << "  " << seconds << "  "
-              << r.candidate << std::endl;
+              << r.candidate << (r.published_before ? "  (built before)" : "") << std::endl;
     // Build calls in its source beyond its import's (harness.build_ahead): made, failed, or not
     // made here because their arguments exist only at run time (the evaluation builds those).
     for (const auto& failed : r.ahead.value("failed", nlohmann::json::array())) {
