@@ -23,7 +23,7 @@ struct CompileResult {
   nlohmann::json ahead = nlohmann::json::object();
   bool published_before = false;  // found published: no worker ran
   bool over_limit = false;        // its build folder filled up (the `build` limit): nothing of it kept
-  nlohmann::json containment;     // its worker's (WorkerClient::containment), where one ran
+  nlohmann::json containment = nullptr;  // its worker's (WorkerClient::containment), where one ran
 };
 
 struct CompileRequest {
