@@ -138,8 +138,8 @@ struct EvalOptions {
 int run_eval(const EvalOptions& options, const std::string& zygote, const SandboxOptions& sandbox,
              std::optional<kbv::worker::Zygote::Starting>& early_zygote) {
   kbv::eval::EvalRequest request;
-  request.problem = std::filesystem::absolute(options.problem).string();
-  request.candidate = std::filesystem::absolute(options.candidate).string();
+  request.problem = std::filesystem::absolute(options.problem).lexically_normal().string();
+  request.candidate = std::filesystem::absolute(options.candidate).lexically_normal().string();
   request.device = options.device;
   request.protocol = kbv::protocol::preset(options.protocol);
   request.timeout_seconds = options.timeout;
@@ -177,7 +177,7 @@ struct CompileOptions {
 int run_compile(const CompileOptions& options, const std::string& zygote, const SandboxOptions& sandbox,
                 std::optional<kbv::worker::Zygote::Starting>& early_zygote) {
   kbv::eval::CompileRequest request;
-  for (const std::string& c : options.candidates) request.candidates.push_back(std::filesystem::absolute(c).string());
+  for (const std::string& c : options.candidates) request.candidates.push_back(std::filesystem::absolute(c).lexically_normal().string());
   request.device = options.device;
   request.jobs = options.jobs;
   request.timeout_seconds = options.timeout;
