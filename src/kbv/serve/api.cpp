@@ -71,11 +71,11 @@ HttpResponse Api::evaluate(const std::string& body) {
   } catch (const BadSubmission& bad) {
     return reply(400, {{"error", bad.what()}});
   }
-  // The service's own share of the request's latency before its queue: the body parsed, the
-  // candidate's file written, its rows in the store.
-  const double admission_seconds = seconds_since(received);
   try {
     Answer a = answer.get();
+    // The service's own share of the request's latency before its queue: the body parsed, the
+    // candidate's file written, its rows in the store.
+    const double admission_seconds = std::chrono::duration<double>(a.queued_at - received).count();
     // The whole of the request inside the service, to the answer's encoding: what it spends beyond
     // the three spans is the hand-over from the lane, and a client's time beyond it is outside.
     const double service_seconds = seconds_since(received);

@@ -213,6 +213,7 @@ void Service::lane(Lane& me) {
       Answer answer;
       answer.record = protocol::to_json(eval::evaluate(request_of(s), *side.side, &relay));
       answer.stored = filer_.file(job->problem_id, job->candidate_id, s.protocol, answer.record);
+      answer.queued_at = job->queued;
       answer.queued_seconds = std::chrono::duration<double>(begun - job->queued).count();
       answer.evaluation_seconds = seconds_since(begun);
       finish(me, &answer.record);

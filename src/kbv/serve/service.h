@@ -53,6 +53,9 @@ double seconds_since(std::chrono::steady_clock::time_point from);
 // What a request gets back: the record (kbv eval --json's) and where its time went.
 struct Answer {
   nlohmann::json record;
+  // When the request entered the queue: its admission ends there and its queued span begins, so
+  // the spans a client adds up never overlap.
+  std::chrono::steady_clock::time_point queued_at;
   double queued_seconds = 0, evaluation_seconds = 0;
   bool stored = false;  // false only when the store already held a record for its candidate
 };
