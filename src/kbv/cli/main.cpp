@@ -83,6 +83,20 @@ void clear_command_line(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) std::memset(argv[i], 0, std::strlen(argv[i]));
 }
 
+// Workers' OpenMP threads sleep when they have no work (OMP_WAIT_POLICY=passive) rather than spin
+// for a while after each parallel region: a spinning thread burns CPU time after every call, where
+// the timing's ledger counts work no timer saw (PROTOCOL.md, "Work outside the timed calls"), and
+// takes a core a timed call could have had. OpenMP reads it when its library loads, before main,
+// in kbv itself and so in the zygote forked from it: kbv starts itself again with it set.
+void openmp_threads_sleep_when_idle(char** argv) {
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  if (policy && std::string_view(policy) == "passive") return;
+  setenv("OMP_WAIT_POLICY", "passive", 1);
+  execv("/proc/self/exe", argv);
+  std::perror("kbv: cannot start itself again with OMP_WAIT_POLICY=passive");
+  std::exit(1);
+}
+
 // The zygote of a command that runs workers, forked before kbv has read anything but its command
 // line, which the zygote clears first: what a candidate forked from it finds in its own memory holds
 // nothing of this command's. Its interpreter starts while kbv parses; worker_launch waits for it,
@@ -90,6 +104,7 @@ void clear_command_line(int argc, char** argv) {
 std::optional<kbv::worker::Zygote::Starting> begin_zygote(int argc, char** argv) {
   static const std::set<std::string_view> kRunsWorkers = {"eval", "compile", "run", "serve", "audit"};
   if (argc < 2 || !kRunsWorkers.contains(argv[1])) return std::nullopt;
+  openmp_threads_sleep_when_idle(argv);
   if (const char* chosen = std::getenv("KBV_ZYGOTE"); chosen && std::string_view(chosen) == "off") return std::nullopt;
   try {
     const std::string python = kbv::python::default_python_executable();
