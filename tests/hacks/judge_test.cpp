@@ -8,6 +8,7 @@ namespace {
 
 using kbv::hacks::judge_floor;
 using kbv::hacks::judge_probe;
+using kbv::hacks::judge_untimed_work;
 using kbv::hacks::merge;
 using kbv::hacks::settle;
 using kbv::protocol::Finding;
@@ -203,6 +204,37 @@ TEST(Judge, FloorIsHalfACopyOfTheOutput) {
   const auto anomaly = judge_floor(4e-6, 10e-6, 1 << 20, kDetection);
   ASSERT_TRUE(anomaly);
   EXPECT_EQ(anomaly->id, "timing_anomaly");
+}
+
+// The ledgers of 1_ReLU on the CPU machine (2026-12-07): the baseline's, an honest candidate's and
+// the seed-snooping hack's, whose task replayed every draw between the calls.
+const json kBaselineCpu = {{"calls", 1496}, {"fills", 200}, {"main_thread_seconds", 0.4118},
+                           {"other_threads_in_calls_seconds", 0.0583}, {"process_seconds", 0.4831}};
+json candidate_cpu(double outside, double main, double in_calls) {
+  return {{"calls", 1282},           {"fills", 200},          {"main_thread_seconds", main},
+          {"other_threads_in_calls_seconds", in_calls}, {"outside_seconds", outside}, {"source", "cgroup v1"},
+          {"threads_started_since_import", json::array({"PTThreadPool"})}};
+}
+
+TEST(Judge, CpuTimeNoCallAccountsForIsUntimedWork) {
+  EXPECT_FALSE(judge_untimed_work(candidate_cpu(0.433, 0.4143, 0.0041), kBaselineCpu, kDetection));
+  const auto untimed = judge_untimed_work(candidate_cpu(1.1127, 0.6533, 0.0279), kBaselineCpu, kDetection);
+  ASSERT_TRUE(untimed);
+  EXPECT_EQ(untimed->severity, "error");
+  const json& evidence = untimed->evidence[0];
+  EXPECT_NEAR(evidence["untimed_cpu_seconds"].get<double>(), 0.4315, 1e-4);
+  // 0.02 s, 5% of the accounted 0.68 s, twice the baseline's 0.013 s of other threads' time outside calls.
+  EXPECT_NEAR(evidence["allowance_seconds"].get<double>(), 0.02 + 0.05 * 0.6812 + 2 * 0.013, 1e-4);
+  EXPECT_EQ(evidence["threads_started_since_import"], json::array({"PTThreadPool"}));
+}
+
+TEST(Judge, UntimedWorkNeedsTheWorkersCpuTimeReadFromOutside) {
+  json unread = candidate_cpu(1.1127, 0.6533, 0.0279);
+  unread.erase("outside_seconds");
+  EXPECT_FALSE(judge_untimed_work(unread, kBaselineCpu, kDetection));
+  EXPECT_FALSE(judge_untimed_work(nullptr, kBaselineCpu, kDetection));
+  // Without the baseline's ledger the allowance is the floor and the share alone.
+  EXPECT_TRUE(judge_untimed_work(candidate_cpu(1.1127, 0.6533, 0.0279), nullptr, kDetection));
 }
 
 TEST(Judge, MergeKeepsOneFindingPerIdWithTheHighestSeverity) {

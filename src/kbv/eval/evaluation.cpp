@@ -509,6 +509,12 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
       hacks::merge(record.findings, {*anomaly});
     }
   }
+  if (protocol.detection.enabled && record.candidate_timing) {
+    if (auto untimed = hacks::judge_untimed_work(record.candidate_timing->cpu, record.baseline ? record.baseline->cpu : json(),
+                                                 protocol.detection)) {
+      hacks::merge(record.findings, {std::move(*untimed)});
+    }
+  }
   if (protocol.detection.enabled) hacks::settle(record);
   record.reference_log = reference.log_tail();
 

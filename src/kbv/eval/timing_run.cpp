@@ -35,7 +35,9 @@ TimingRun run_timing(WorkerClient& worker, const std::string& mode, const protoc
   const protocol::Timing& t = protocol.timing;
   const std::chrono::duration<double> timeout(timeout_seconds);
   std::vector<std::uint64_t> seeds = fresh_seeds(rng, t.pool_sets);
+  const std::optional<CpuReading> cpu_before = worker.cpu_time();
   worker.request({{"cmd", "pool"}, {"seeds", seeds}}, timeout);
+  int fills = t.pool_sets;
   const Reply warmed = worker.request({{"cmd", "warmup"},
                                        {"calls", t.warmup_calls},
                                        {"seconds", t.warmup_seconds},
@@ -68,12 +70,14 @@ TimingRun run_timing(WorkerClient& worker, const std::string& mode, const protoc
       if (position == 0 && made > 0 && t.refresh_inputs) {
         seeds = fresh_seeds(rng, t.pool_sets);
         call["fill"] = seeds;
+        fills += t.pool_sets;
       }
       content.push_back(seeds[set]);
       calls.push_back(std::move(call));
     }
     const Reply timed = worker.request(
         {{"cmd", "timed_calls"}, {"mode", mode}, {"calls", calls}, {"points", sketch ? t.sketch_points : 0}}, timeout);
+    run.result.cpu = timed.header.at("cpu");
     size_t next = 0;
     for (size_t i = 0; i < calls.size(); ++i) {
       const nlohmann::json& result = timed.header.at("results").at(i);
@@ -88,6 +92,16 @@ TimingRun run_timing(WorkerClient& worker, const std::string& mode, const protoc
       std::vector<at::Tensor> values;
       for (size_t k = 0; k < result.at("outputs").size(); ++k) values.push_back(timed.tensors.at(next++));
       run.sketches.push_back({content[i], result.at("sketch_seed").get<std::uint64_t>(), std::move(values)});
+    }
+  }
+  // The worker's CPU time read now, before anything else runs in it: the last reply was its
+  // last step of the timing.
+  const std::optional<CpuReading> cpu_after = worker.cpu_time();
+  if (run.result.cpu.is_object()) {
+    run.result.cpu["fills"] = fills;
+    if (cpu_before && cpu_after && cpu_before->source == cpu_after->source) {
+      run.result.cpu["outside_seconds"] = cpu_after->seconds - cpu_before->seconds;
+      run.result.cpu["source"] = cpu_after->source;
     }
   }
   const auto samples = criterion->samples();

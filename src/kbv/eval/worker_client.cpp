@@ -1,14 +1,17 @@
 #include "kbv/eval/worker_client.h"
 
 #include <algorithm>
+#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <random>
 #include <span>
+#include <sstream>
 #include <system_error>
 
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "kbv/common/syscall.h"
 #include "kbv/sandbox/enter.h"
@@ -94,6 +97,28 @@ WorkerClient::WorkerClient(const std::string& role, const WorkerLaunch& launch, 
 nlohmann::json WorkerClient::containment() const {
   if (!sandbox_limits_) return nullptr;
   return cgroup_ ? nlohmann::json{{"cgroup", cgroup_->version()}} : nlohmann::json{{"cgroup", nullptr}, {"cgroup_missing", cgroup_missing_}};
+}
+
+std::optional<CpuReading> WorkerClient::cpu_time() const {
+  if (cgroup_) {
+    if (const std::optional<double> seconds = cgroup_->cpu_seconds()) return CpuReading{*seconds, std::string("cgroup ") + cgroup_->version()};
+  }
+  // proc(5): utime, stime, cutime, cstime are fields 14-17, after the command's name in parentheses.
+  std::ifstream stat("/proc/" + std::to_string(process_.pid()) + "/stat");
+  const std::string text(std::istreambuf_iterator<char>(stat), {});
+  const auto name_end = text.rfind(')');
+  if (name_end == std::string::npos) return std::nullopt;
+  std::istringstream fields(text.substr(name_end + 2));
+  std::string skipped;
+  for (int field = 3; field < 14 && fields >> skipped; ++field) {
+  }
+  double ticks = 0;
+  for (int field = 14; field <= 17; ++field) {
+    unsigned long long value = 0;
+    if (!(fields >> value)) return std::nullopt;
+    ticks += static_cast<double>(value);
+  }
+  return CpuReading{ticks / static_cast<double>(sysconf(_SC_CLK_TCK)), "process"};
 }
 
 Reply WorkerClient::request(const nlohmann::json& sent, std::chrono::duration<double> timeout, Outputs outputs,

@@ -73,6 +73,14 @@ struct Attachments {
   std::vector<int> files{};
 };
 
+// The CPU time a worker has used, read from outside it, and where it was read: its sandbox's
+// cgroup ("cgroup v1", "cgroup v2": every thread and process in it, dead ones included) or its
+// process's /proc stat ("process": its threads and the children it reaped, in clock ticks).
+struct CpuReading {
+  double seconds = 0;
+  std::string source;
+};
+
 class WorkerClient {
  public:
   // With a `sandbox` the worker is made in new namespaces and enters it before it serves; with a
@@ -102,6 +110,8 @@ class WorkerClient {
   // How a sandboxed worker's resources are held together: {"cgroup": "v1" | "v2"}, or
   // {"cgroup": null, "cgroup_missing": why} where only the per-process limits hold; null unsandboxed.
   nlohmann::json containment() const;
+  // Its CPU time so far (CpuReading); none once it is gone.
+  std::optional<CpuReading> cpu_time() const;
   // The worker's output region's file (-1 without one): a reply's views lie there.
   int region_fd() const { return region_ ? region_->fd() : -1; }
 

@@ -225,6 +225,32 @@ std::optional<Finding> judge_floor(double candidate_seconds, double copy_seconds
                   {"floor_seconds", floor}, {"copy_seconds", copy_seconds}, {"output_bytes", output_bytes}});
 }
 
+std::optional<Finding> judge_untimed_work(const json& candidate, const json& baseline, const protocol::Detection& detection) {
+  if (!candidate.is_object() || !candidate.contains("outside_seconds")) return std::nullopt;
+  const double main = candidate.at("main_thread_seconds"), in_calls = candidate.at("other_threads_in_calls_seconds");
+  const double untimed = candidate.at("outside_seconds").get<double>() - main - in_calls;
+  // What kbv's own steps cost the reference's worker in other threads per input set drawn (the same
+  // get_inputs, the same copies into the pool): the candidate's worker draws as many, as they did.
+  double kbv_per_fill = 0;
+  if (baseline.is_object() && baseline.value("fills", 0) > 0) {
+    const double kbv_other = baseline.at("process_seconds").get<double>() - baseline.at("main_thread_seconds").get<double>() -
+                             baseline.at("other_threads_in_calls_seconds").get<double>();
+    kbv_per_fill = std::max(0.0, kbv_other) / baseline.at("fills").get<double>();
+  }
+  const double allowance = detection.untimed_floor_seconds + detection.untimed_fraction * (main + in_calls) +
+                           2 * kbv_per_fill * candidate.value("fills", 0);
+  if (!(untimed > allowance)) return std::nullopt;
+  return finding("untimed_work", "error",
+                 {{"why", "its worker's threads or processes used CPU time while none of its calls was under way"},
+                  {"untimed_cpu_seconds", untimed},
+                  {"allowance_seconds", allowance},
+                  {"worker_cpu_seconds", candidate["outside_seconds"]},
+                  {"read_from", candidate.value("source", "")},
+                  {"kbv_main_thread_seconds", main},
+                  {"other_threads_in_calls_seconds", in_calls},
+                  {"threads_started_since_import", candidate.value("threads_started_since_import", json::array())}});
+}
+
 std::optional<Finding> judge_observed_ops(const json& ops) {
   if (!ops.contains("timed") || !ops.contains("traced")) return std::nullopt;
   const std::set<std::string> traced = ops["traced"].get<std::set<std::string>>();

@@ -48,6 +48,15 @@ std::optional<protocol::Finding> judge_uneven_calls(const std::vector<double>& b
 std::optional<protocol::Finding> judge_floor(double candidate_seconds, double copy_seconds, std::int64_t output_bytes,
                                              const protocol::Detection& detection);
 
+// untimed_work: CPU time the candidate's worker spent, read from outside it over its timing, that
+// neither its main thread (kbv's steps and the calls) nor other threads during a call account for:
+// work for the timed calls done where no timer looks (a thread that replays the inputs' draw, a
+// process of its own). Allowed: the reading's resolution, a share of the accounted time, and twice
+// what kbv's own steps cost the reference's worker in other threads per input set drawn. `candidate`
+// and `baseline`: TimingResult::cpu of each.
+std::optional<protocol::Finding> judge_untimed_work(const nlohmann::json& candidate, const nlohmann::json& baseline,
+                                                    const protocol::Detection& detection);
+
 // Adds `more` to `into`, one finding per id: the highest severity, the evidence items of all.
 void merge(std::vector<protocol::Finding>& into, std::vector<protocol::Finding> more);
 

@@ -119,7 +119,9 @@ nlohmann::json to_json(const Protocol& p) {
        {{"enabled", p.detection.enabled},
         {"alibi_share", p.detection.alibi_share},
         {"library_warning_share", p.detection.library_warning_share},
-        {"floor_fraction", p.detection.floor_fraction}}},
+        {"floor_fraction", p.detection.floor_fraction},
+        {"untimed_floor_seconds", p.detection.untimed_floor_seconds},
+        {"untimed_fraction", p.detection.untimed_fraction}}},
   };
 }
 

@@ -63,6 +63,10 @@ struct Detection {
   // timing_anomaly below this fraction of a plain copy of the output bytes, timed the same way
   // (writing the output alone can be up to twice as fast as copying it).
   double floor_fraction = 0.5;
+  // untimed_work above this many CPU seconds (two clock ticks: the coarsest reading, /proc's) plus
+  // this share of the CPU time its calls and kbv's steps took.
+  double untimed_floor_seconds = 0.02;
+  double untimed_fraction = 0.05;
 };
 
 struct Protocol {

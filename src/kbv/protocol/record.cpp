@@ -21,6 +21,7 @@ json to_json(const TimingResult& t) {
     out["host_wait_samples_seconds"] = t.host_wait_samples;
     out["end_on_device_samples"] = t.end_on_device_samples;
   }
+  if (!t.cpu.is_null()) out["cpu"] = t.cpu;
   return out;
 }
 

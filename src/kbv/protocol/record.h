@@ -56,6 +56,10 @@ struct TimingResult {
   nlohmann::json criterion;            // stopping rule and whether it converged
   nlohmann::json flags;                // TF32 flags read back before timing
   nlohmann::json clock;                // the timer: clock, flush, device sync and its latency
+  // Where the worker's CPU time went from the pool's first draw to the last timed call (PROTOCOL.md,
+  // "Work outside the timed calls"): the worker's ledger (worker/cpu_ledger.h), `outside_seconds`
+  // read from outside it with its `source`, and `fills`, the input sets drawn meanwhile.
+  nlohmann::json cpu;
 };
 
 struct MemoryResult {

@@ -87,7 +87,8 @@ def snapshot():
             "hooks": {"sys.getprofile": id(sys.getprofile()), "sys.gettrace": id(sys.gettrace()),
                       "gc.callbacks": [id(callback) for callback in gc.callbacks],
                       "op-recording switches called": sorted(set(RECORDING_SWITCHES))},
-            "threads": {t.ident: t.name for t in threading.enumerate()}}
+            "threads": {t.ident: t.name for t in threading.enumerate()},
+            "native_threads": native_threads()}
 
 
 def state_changes(before, after):

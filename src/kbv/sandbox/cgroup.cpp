@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <system_error>
 #include <thread>
@@ -19,7 +20,8 @@
 namespace kbv::sandbox {
 namespace {
 
-// Where each hierarchy is mounted: "" for cgroup2, else its v1 controller names ("memory", "pids").
+// Where each hierarchy is mounted: "" for cgroup2, else its v1 controller names ("memory", "pids",
+// "cpuacct").
 std::map<std::string, std::string> mount_points() {
   std::map<std::string, std::string> points;
   std::ifstream mounts("/proc/self/mounts");
@@ -31,7 +33,7 @@ std::map<std::string, std::string> mount_points() {
     if (type != "cgroup") continue;
     std::istringstream names(options);
     for (std::string option; std::getline(names, option, ',');) {
-      if (option == "memory" || option == "pids") points.emplace(option, point);
+      if (option == "memory" || option == "pids" || option == "cpuacct") points.emplace(option, point);
     }
   }
   return points;
@@ -145,7 +147,7 @@ std::unique_ptr<Cgroup> Cgroup::create(const Limits& limits, std::string& why_no
     if (hand_to_children(points.at(""), parent)) {
       const std::string dir = parent + "/" + name;
       if (make_beside_leftovers(dir)) {
-        std::unique_ptr<Cgroup> made(new Cgroup({dir}, true));
+        std::unique_ptr<Cgroup> made(new Cgroup({dir}, true, dir));  // cpu.stat is in every v2 cgroup
         // No swap to step around the limit with, where the kernel accounts for swap at all.
         const bool swap = access((dir + "/memory.swap.max").c_str(), W_OK) != 0 || write_file(dir + "/memory.swap.max", "0");
         if (swap && write_file(dir + "/memory.max", limit_text(limits.memory_bytes)) &&
@@ -166,7 +168,13 @@ std::unique_ptr<Cgroup> Cgroup::create(const Limits& limits, std::string& why_no
       dirs.push_back(dir);
     }
     if (dirs.size() == 2) {
-      std::unique_ptr<Cgroup> made(new Cgroup(dirs, false));
+      // Its CPU time where the cpuacct hierarchy is there too (the limits do not need it).
+      std::string cpu;
+      if (points.count("cpuacct") && paths.count("cpuacct")) {
+        const std::string dir = points.at("cpuacct") + (paths.at("cpuacct") == "/" ? "" : paths.at("cpuacct")) + "/" + name;
+        if (make_beside_leftovers(dir)) dirs.push_back(cpu = dir);
+      }
+      std::unique_ptr<Cgroup> made(new Cgroup(dirs, false, cpu));
       const bool set = write_file(dirs[0] + "/memory.limit_in_bytes", limits.memory_bytes ? std::to_string(limits.memory_bytes) : "-1") &&
                        write_file(dirs[1] + "/pids.max", limit_text(limits.processes));
       // With swap accounting, swap counts too (where there is none the file is missing).
@@ -200,6 +208,22 @@ void Cgroup::add(pid_t pid) const {
       throw std::system_error(errno, std::generic_category(), "cannot move process " + std::to_string(pid) + " into " + dir);
     }
   }
+}
+
+std::optional<double> Cgroup::cpu_seconds() const {
+  if (cpu_dir_.empty()) return std::nullopt;
+  if (!v2_) {
+    const std::string usage = read_file(cpu_dir_ + "/cpuacct.usage");  // nanoseconds
+    if (usage.empty()) return std::nullopt;
+    return static_cast<double>(std::stoull(usage)) * 1e-9;
+  }
+  std::istringstream counters(read_file(cpu_dir_ + "/cpu.stat"));
+  for (std::string name; counters >> name;) {
+    std::uint64_t value = 0;
+    counters >> value;
+    if (name == "usage_usec") return static_cast<double>(value) * 1e-6;
+  }
+  return std::nullopt;
 }
 
 std::uint64_t Cgroup::oom_kills() const {

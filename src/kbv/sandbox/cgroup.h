@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,13 +31,17 @@ class Cgroup {
   void add(pid_t pid) const;
   // How many of its processes the kernel killed at its memory limit.
   std::uint64_t oom_kills() const;
+  // The CPU time all its processes have used, dead threads and processes included; none on v1
+  // without the cpuacct hierarchy.
+  std::optional<double> cpu_seconds() const;
   // "v2" or "v1".
   const char* version() const { return v2_ ? "v2" : "v1"; }
 
  private:
-  Cgroup(std::vector<std::string> dirs, bool v2) : dirs_(std::move(dirs)), v2_(v2) {}
-  std::vector<std::string> dirs_;  // v2: one; v1: its memory and pids cgroups
+  Cgroup(std::vector<std::string> dirs, bool v2, std::string cpu_dir) : dirs_(std::move(dirs)), v2_(v2), cpu_dir_(std::move(cpu_dir)) {}
+  std::vector<std::string> dirs_;  // v2: one; v1: its memory and pids cgroups, and its cpuacct one if made
   bool v2_;
+  std::string cpu_dir_;  // where its CPU time is read ("" where it is not)
 };
 
 }  // namespace kbv::sandbox

@@ -98,9 +98,15 @@ void CandidateWatch::check_threads(const py::object& native_before, const std::s
   py::module_& monitor = python::monitor();
   const nlohmann::json python_threads = to_json(monitor.attr("new_threads")(before_import_));
   if (!python_threads.empty()) add("background_thread", "error", {{"when", when}, {"python_threads", python_threads}});
+  if (native_before.is_none()) return;
   py::object native_after = monitor.attr("native_threads")();
   const nlohmann::json native = to_json(monitor.attr("thread_names")(native_after.attr("difference")(native_before)));
   if (!native.empty()) add("background_thread", "error", {{"when", when}, {"native_threads_started", native}});
+}
+
+nlohmann::json CandidateWatch::threads_started_since_import() const {
+  py::module_& monitor = python::monitor();
+  return to_json(monitor.attr("thread_names")(monitor.attr("native_threads")().attr("difference")(before_import_["native_threads"])));
 }
 
 void CandidateWatch::after_call(const std::vector<at::Tensor>& inputs, const std::optional<std::vector<at::Tensor>>& before,

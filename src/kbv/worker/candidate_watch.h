@@ -34,8 +34,11 @@ class CandidateWatch {
                   const std::vector<at::Tensor>& outputs, const nlohmann::json& flags, const std::string& when);
 
   // Notes Python threads the candidate started that are still alive, and native threads started
-  // since `native_before` (monitor.native_threads()) that outlived the call.
+  // since `native_before` (monitor.native_threads(); None: none compared) that outlived the call.
   void check_threads(const pybind11::object& native_before, const std::string& when);
+  // The names of the native threads alive now that were not before the import: torch's pools
+  // started by the candidate's calls, an OpenMP team of its own, or a thread of its own.
+  nlohmann::json threads_started_since_import() const;
 
   void add(const std::string& id, const std::string& severity, nlohmann::json evidence);
   const std::vector<nlohmann::json>& findings() const { return findings_; }

@@ -17,6 +17,7 @@
 #include "kbv/measure/timer.h"
 #include "kbv/protocol/protocol.h"
 #include "kbv/worker/candidate_watch.h"
+#include "kbv/worker/cpu_ledger.h"
 #include "kbv/worker/failure.h"
 #include "kbv/worker/op_recorder.h"
 #include "kbv/worker/role.h"
@@ -58,6 +59,11 @@ class Session {
 
   // Timing pool: one input set per seed, refilled in place (same buffers, new values) later.
   void fill_pool(const std::vector<std::uint64_t>& seeds);
+  // The timing starts: the CPU ledger counts from now (worker/cpu_ledger.h).
+  void begin_timing() { ledger_.open(); }
+  // The ledger's totals since begin_timing() (null before), and, for a watched candidate, the
+  // native threads started since its import that are alive now (their names).
+  nlohmann::json cpu_totals();
   // Lets the pool's inputs and its calls' last outputs go: the reference's worker, its baseline
   // measured, would hold them beside every later candidate's evaluation (24 GiB for a 6 GiB
   // problem under verified, enough to leave an 80 GB card short).
@@ -123,6 +129,7 @@ class Session {
   std::unique_ptr<measure::MemoryMeter> memory_;
   std::vector<pybind11::list> pool_;
   std::vector<Forward> last_;
+  CpuLedger ledger_;
   std::optional<CandidateWatch> watch_;  // the candidate role under the verified protocol
   // The candidate under the verified protocol: the aten ops of every timed call, and of the
   // probe's traced call.

@@ -296,6 +296,7 @@ void handle_timed_calls(Session& session, Channel& channel, const json& command)
   }
   std::vector<EncodedTensor> tensors;
   for (size_t i = 0; i < gathered.size(); ++i) attach(tensors, header["results"][i]["outputs"], check::to_host(gathered[i]));
+  header["cpu"] = session.cpu_totals();
   reply(channel, header, tensors);
 }
 
@@ -319,6 +320,7 @@ void handle(Session& session, Channel& channel, Message& message) {
   } else if (name == "sketches") {
     handle_sketches(session, channel, command);
   } else if (name == "pool") {
+    session.begin_timing();
     session.fill_pool(command.at("seeds").get<std::vector<std::uint64_t>>());
     reply(channel, {{"status", "ok"}});
   } else if (name == "drop_pool") {
