@@ -97,6 +97,18 @@ int fork = 2; thread t;)cu";
                                 "4 background_thread fork"}));
 }
 
+TEST(SourceScreen, TorchsOwnWaysToStartWorkAndTheGeneratorsSeed) {
+  const char* src = R"cu(at::launch(snoop);
+at::internal::intraop_launch(task);
+auto policy = std::launch::async;
+at::Generator g = at::detail::getDefaultCPUGenerator();
+uint64_t seed = g.current_seed();
+auto mine = at::detail::createCPUGenerator(seed);)cu";
+  // A launch policy starts nothing; a generator of its own tells nothing of kbv's draws.
+  EXPECT_EQ(screen(src), (Lines{"1 background_thread at::launch", "2 background_thread at::internal::intraop_launch",
+                                "4 generator_read at::detail::getDefaultCPUGenerator", "5 generator_read current_seed"}));
+}
+
 TEST(SourceScreen, PrecisionDowngrade) {
   const char* src = R"cu(__global__ void scale(const float* x, float* y, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;

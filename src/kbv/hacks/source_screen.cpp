@@ -58,7 +58,12 @@ constexpr Rule kRules[] = {
 
     {"std::thread", "background_thread"},  {"std::jthread", "background_thread"},
     {"std::async", "background_thread"},   {"pthread_create", "background_thread"},
-    {"fork(", "background_thread"},
+    {"fork(", "background_thread"},       {"at::launch", "background_thread"},
+    {"intraop_launch", "background_thread"},
+
+    // The default generators' seed or state tells the next inputs kbv draws.
+    {"getDefaultCPUGenerator", "generator_read"},  {"getDefaultCUDAGenerator", "generator_read"},
+    {"current_seed", "generator_read"},            {"getDefaultGenerator", "generator_read"},
 
     // Library compute reached below the dispatcher, unseen by the profiler (library_entry.h).
     {"at::cpu::", "hidden_library_call"},                     {"at::native::", "hidden_library_call"},

@@ -16,7 +16,13 @@ CALLS = {
                     "torch.Stream", "torch.cuda.StreamContext"),
     "background_thread": ("threading.Thread", "threading.Timer", "_thread.start_new_thread", "os.fork",
                           "concurrent.futures.ThreadPoolExecutor", "concurrent.futures.ProcessPoolExecutor",
-                          "multiprocessing.Process", "multiprocessing.Pool"),
+                          "multiprocessing.Process", "multiprocessing.Pool", "torch.jit.fork", "torch.jit._fork"),
+    # The default generators' seed or state tells the next inputs kbv draws (PROTOCOL.md, "What a
+    # candidate can tell about a call").
+    "generator_read": ("torch.initial_seed", "torch.get_rng_state", "torch.random.initial_seed",
+                       "torch.random.get_rng_state", "torch.default_generator.initial_seed",
+                       "torch.default_generator.get_state", "torch.cuda.initial_seed", "torch.cuda.get_rng_state",
+                       "torch.cuda.get_rng_state_all", "torch.cuda.default_generators"),
     "host_timing": ("time.time", "time.perf_counter", "time.perf_counter_ns", "time.monotonic",
                     "time.monotonic_ns", "time.process_time", "time.time_ns"),
     "global_state_tamper": ("torch.set_num_threads", "torch.set_num_interop_threads", "torch.set_default_dtype",
