@@ -51,7 +51,8 @@ TimingRun run_timing(WorkerClient& worker, const std::string& mode, const protoc
   auto criterion = make_criterion(t);
   const int most = t.fixed_samples > 0 ? t.fixed_samples : t.max_samples;
   // Calls made. Each round times every set once, in an order drawn for the round (a candidate
-  // cannot tell which set comes next), with new content in every set before each round but the first.
+  // cannot tell which set comes next); each call's set gets new content just before it, so that no
+  // call's inputs exist before their call's turn (PROTOCOL.md, "Work outside the timed calls").
   int made = 0;
   std::vector<int> order(t.pool_sets);
   std::iota(order.begin(), order.end(), 0);
@@ -67,10 +68,10 @@ TimingRun run_timing(WorkerClient& worker, const std::string& mode, const protoc
       if (position == 0) std::shuffle(order.begin(), order.end(), rng);
       const int set = order[position];
       nlohmann::json call = {{"set", set}};
-      if (position == 0 && made > 0 && t.refresh_inputs) {
-        seeds = fresh_seeds(rng, t.pool_sets);
-        call["fill"] = seeds;
-        fills += t.pool_sets;
+      if (t.refresh_inputs) {
+        seeds[set] = fresh_seeds(rng, 1).front();
+        call["fill"] = seeds[set];
+        ++fills;
       }
       content.push_back(seeds[set]);
       calls.push_back(std::move(call));

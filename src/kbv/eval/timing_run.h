@@ -1,6 +1,6 @@
 // Drives one side's timing in a worker (PROTOCOL.md, "Timing"): the input pool, warm-up, flags
-// read back, then timed calls until the stopping rule is met, refreshing input content between
-// rounds and sketching every timed output at positions chosen after the call returned.
+// read back, then timed calls until the stopping rule is met, refreshing each call's input set
+// just before it and sketching every timed output at positions chosen after the call returned.
 #pragma once
 
 #include <cstdint>

@@ -37,7 +37,7 @@ std::optional<protocol::Finding> judge_observed_ops(const nlohmann::json& ops);
 
 // uneven_calls (warning): the candidate's per-call median well below its figure from whole rounds
 // (the median over rounds of a round's total time, per call; a round times each of the `sets`
-// input sets once, all refilled before it), where the baseline's are alike: work done on some
+// input sets once, each refilled just before its call), where the baseline's are alike: work done on some
 // calls for the others of their round, which moves the median and not the work. The evidence
 // carries the speedup from rounds beside the one by median; the caller takes the lower.
 std::optional<protocol::Finding> judge_uneven_calls(const std::vector<double>& baseline_samples,

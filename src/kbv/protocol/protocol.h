@@ -49,7 +49,7 @@ struct Timing {
   bool device_sync = true;      // work on any stream counts: a device-wide synchronize after the call
   std::int64_t l2_flush_bytes = 0;  // 0: twice the device's L2
   int pool_sets = 2;            // input sets timed in turn
-  bool refresh_inputs = true;   // new content (same buffers) between rounds
+  bool refresh_inputs = true;   // new content (same buffers) before every timed call
   bool check_timed_outputs = true;
   int sketch_points = 4096;     // sampled positions compared per timed output
 };

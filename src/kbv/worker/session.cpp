@@ -340,21 +340,25 @@ Forward Session::collect(const py::object& result) {
 }
 
 void Session::fill_pool(const std::vector<std::uint64_t>& seeds) {
-  for (size_t i = 0; i < seeds.size(); ++i) {
-    py::list fresh = draw_standard(seeds[i]);
-    if (i >= pool_.size()) {
-      pool_.push_back(fresh);
-      last_.emplace_back();
-      continue;
-    }
-    // Same buffers, new values: a cache keyed by pointer returns stale results.
-    py::list& set = pool_[i];
-    for (size_t j = 0; j < fresh.size(); ++j) {
-      if (is_tensor(set[j])) {
-        py::cast<at::Tensor>(set[j]).copy_(py::cast<at::Tensor>(fresh[j]));
-      } else {
-        set[j] = fresh[j];
-      }
+  pool_.clear();
+  last_.clear();
+  for (const std::uint64_t seed : seeds) {
+    pool_.push_back(draw_standard(seed));
+    last_.emplace_back();
+  }
+  measure::synchronize(device_);
+}
+
+void Session::fill_set(size_t index, std::uint64_t seed) {
+  if (index >= pool_.size()) throw Failure("internal", "no timing input set " + std::to_string(index));
+  const py::list fresh = draw_standard(seed);
+  // Same buffers, new values: a cache keyed by pointer returns stale results.
+  py::list& set = pool_[index];
+  for (size_t j = 0; j < fresh.size(); ++j) {
+    if (is_tensor(set[j])) {
+      py::cast<at::Tensor>(set[j]).copy_(py::cast<at::Tensor>(fresh[j]));
+    } else {
+      set[j] = fresh[j];
     }
   }
   measure::synchronize(device_);

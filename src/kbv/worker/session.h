@@ -57,8 +57,9 @@ class Session {
   // Sets the mode's TF32 flags and returns them as read back from torch.
   nlohmann::json apply_flags(const std::string& mode);
 
-  // Timing pool: one input set per seed, refilled in place (same buffers, new values) later.
+  // Timing pool: one input set per seed, each refilled in place (same buffers, new values) later.
   void fill_pool(const std::vector<std::uint64_t>& seeds);
+  void fill_set(size_t set, std::uint64_t seed);
   // The timing starts: the CPU ledger counts from now (worker/cpu_ledger.h).
   void begin_timing() { ledger_.open(); }
   // The ledger's totals since begin_timing() (null before), and, for a watched candidate, the

@@ -267,8 +267,8 @@ void handle_sketches(Session& session, Channel& channel, const json& command) {
 }
 
 // `timed_calls`: a batch of timed calls back to back, so that what the GPU does between two of
-// them (and so its clocks) does not depend on the pipe's round trip. A call may first refill the
-// input pool (`fill`: new content in the same buffers). With `points` > 0 each call's outputs are
+// them (and so its clocks) does not depend on the pipe's round trip. A call may first refill its
+// input set (`fill`: the seed of new content for the same buffers). With `points` > 0 each call's outputs are
 // sampled at positions drawn here after the call returned: no seed exists while it computes. The
 // samples stay on the device until the batch's last call: no copy to or from the host runs
 // between two timed calls (the reference's worker copies nothing between its baseline's).
@@ -279,8 +279,8 @@ void handle_timed_calls(Session& session, Channel& channel, const json& command)
   json header = {{"status", "ok"}, {"results", json::array()}};
   std::vector<std::vector<at::Tensor>> gathered;  // per call, on the device
   for (const json& call : command.at("calls")) {
-    if (call.contains("fill")) session.fill_pool(call["fill"].get<std::vector<std::uint64_t>>());
     const size_t set = call.at("set");
+    if (call.contains("fill")) session.fill_set(set, call["fill"].get<std::uint64_t>());
     const measure::TimedCall timed = session.timed_call(set, mode);
     json result = {{"seconds", timed.seconds}, {"stream_seconds", timed.stream_seconds}, {"launch_seconds", timed.launch_seconds}};
     if (timed.host_wait_seconds) {
