@@ -21,6 +21,12 @@ FLAG_READERS = {  # global switches a candidate must leave as it found them (TF3
     "num_interop_threads": torch.get_num_interop_threads,
     "default_dtype": lambda: str(torch.get_default_dtype()),
     "deterministic_algorithms": torch.are_deterministic_algorithms_enabled,
+    # A mode or a kernel of the candidate's over torch's own ops runs its code inside kbv's steps too
+    # (the inputs' draw, the copies into the pool), on the main thread, where no timer looks.
+    "torch_function_modes": torch._C._len_torch_function_stack,
+    "torch_dispatch_modes": torch._C._len_torch_dispatch_stack,
+    "aten_kernels_replaced": lambda: sorted(i for i in torch.library._impls
+                                            if i.startswith("aten/") and i.rsplit("/", 1)[-1] in ("CPU", "CUDA")),
 }
 # Namespaces whose callables a candidate could replace to fool a check or a clock.
 WATCHED_NAMESPACES = ("torch", "torch.nn.functional", "torch.Tensor", "torch.nn.Module", "torch.cuda", "torch.testing",
