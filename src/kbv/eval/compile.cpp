@@ -59,6 +59,7 @@ CompileResult compile_candidate(const CompileRequest& request, const std::string
     sandbox = plan_sandbox(launch, request.cache_dir, {candidate});
     folder.emplace(launch.limits.build_bytes);
   }
+  request.building(candidate);
   {
     WorkerClient worker("candidate", launch, sandbox ? &*sandbox : nullptr, folder ? folder->fd() : -1);
     try {

@@ -37,6 +37,7 @@ struct CompileRequest {
   double timeout_seconds = 1800;
   std::string cache_dir;
   WorkerLaunch launch;
+  std::function<void(const std::string&)> building = [](const std::string&) {};  // a build starts: none was published
   std::function<void(const CompileResult&)> done = [](const CompileResult&) {};
   std::function<bool()> cancelled = [] { return false; };  // asked before each build starts
 };

@@ -331,9 +331,7 @@ bool build_first(const EvalRequest& request, Record& record) {
   compile.timeout_seconds = request.compile_timeout_seconds;
   compile.cache_dir = request.cache_dir;
   compile.launch = request.launch;
-  if (!find_published(published_dir(request.cache_dir, request.candidate, request.device, request.launch.python))) {
-    request.progress("candidate: building its kernels");
-  }
+  compile.building = [&](const std::string&) { request.progress("candidate: building its kernels"); };
   const CompileResult built = compile_candidate(compile, request.candidate);
   if (built.outcome == "timeout") {
     record.verdict = Verdict::timeout;
