@@ -18,7 +18,7 @@ double whole_process() { return cpu_seconds(CLOCK_PROCESS_CPUTIME_ID); }
 
 void CpuLedger::open() {
   open_ = true;
-  other_in_calls_ = 0;
+  main_in_calls_ = other_in_calls_ = 0;
   calls_ = 0;
   main_opened_ = main_thread();
   process_opened_ = whole_process();
@@ -34,6 +34,7 @@ void CpuLedger::leave_call() {
   if (!open_) return;
   const double process = whole_process() - process_entered_;
   const double main = main_thread() - main_entered_;
+  main_in_calls_ += main;
   other_in_calls_ += process > main ? process - main : 0;
   ++calls_;
 }
@@ -41,6 +42,7 @@ void CpuLedger::leave_call() {
 nlohmann::json CpuLedger::totals() const {
   if (!open_) return nullptr;
   return {{"main_thread_seconds", main_thread() - main_opened_},
+          {"main_thread_in_calls_seconds", main_in_calls_},
           {"other_threads_in_calls_seconds", other_in_calls_},
           {"process_seconds", whole_process() - process_opened_},
           {"calls", calls_}};

@@ -19,16 +19,16 @@ class CpuLedger {
   // Around each call of the model while open: the span whose other threads' time is the call's.
   void enter_call();
   void leave_call();
-  // {"main_thread_seconds", "other_threads_in_calls_seconds", "process_seconds", "calls"} since
-  // open(): process_seconds is this process's own total, which the parent trusts only for the
-  // reference's worker.
+  // {"main_thread_seconds", "main_thread_in_calls_seconds", "other_threads_in_calls_seconds",
+  // "process_seconds", "calls"} since open(): process_seconds is this process's own total, which
+  // the parent trusts only for the reference's worker.
   nlohmann::json totals() const;
 
  private:
   bool open_ = false;
   double main_opened_ = 0, process_opened_ = 0;
   double main_entered_ = 0, process_entered_ = 0;
-  double other_in_calls_ = 0;
+  double main_in_calls_ = 0, other_in_calls_ = 0;
   long calls_ = 0;
 };
 
