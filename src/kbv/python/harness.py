@@ -294,6 +294,15 @@ def draw_standard(get_inputs, seed, device):
     return [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
 
 
+def forget_seeds():
+    """Fresh entropy into every process-wide generator (torch's on each device, Python's, numpy's): once a
+    set is drawn, its seed can no longer be read back from them."""
+    torch.seed()
+    random.seed()
+    if "numpy" in sys.modules:
+        sys.modules["numpy"].random.seed()
+
+
 def forward(model, inputs):
     with torch.no_grad():
         return model(*inputs)

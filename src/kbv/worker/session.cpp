@@ -267,9 +267,13 @@ nlohmann::json Session::load(const nlohmann::json& command) {
 }
 
 py::list Session::draw_standard(std::uint64_t seed) const {
-  return guarded("problem_error", "get_inputs() raised", [&] {
+  py::list drawn = guarded("problem_error", "get_inputs() raised", [&] {
     return py::list(python::harness().attr("draw_standard")(problem_.attr("get_inputs"), seed, device_.str()));
   });
+  // The candidate's code shares this process: what the generators say after a draw must not tell
+  // its seed (PROTOCOL.md, "What a candidate can tell about a call").
+  if (role_ == Role::candidate) python::harness().attr("forget_seeds")();
+  return drawn;
 }
 
 py::list Session::draw(const nlohmann::json& spec) const {
