@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "kbv/hacks/catalogue.h"
+
 namespace kbv::eval {
 namespace {
 
@@ -119,7 +121,9 @@ std::string summarize(const protocol::Record& r) {
   if (r.findings.empty()) out << "none\n";
   for (size_t i = 0; i < r.findings.size(); ++i) {
     const protocol::Finding& f = r.findings[i];
-    out << (i ? "           " : "") << f.id << " (" << f.severity << ")\n";
+    const hacks::FindingKind* kind = hacks::finding_kind(f.id);
+    out << (i ? "           " : "") << f.id << " (" << f.severity << ")" << (kind ? std::string(": ") + std::string(kind->what) : "")
+        << "\n";
     const nlohmann::json items = f.evidence.is_array() ? f.evidence : nlohmann::json::array({f.evidence});
     for (size_t j = 0; j < items.size() && j < kEvidenceShown; ++j) out << "             " << evidence_line(items[j]) << "\n";
     if (items.size() > kEvidenceShown) out << "             (" << items.size() - kEvidenceShown << " more in the record)\n";
