@@ -46,11 +46,13 @@ std::uint64_t parse_number(const std::string& text, bool size, const std::string
     }
     if (used > 0) ++used;
   }
-  if (used == 0 || used != text.size() || value < 0) {
+  const double scaled = value * static_cast<double>(scale);
+  // Not negative, not inf or nan, and within 64 bits: the cast of anything else is undefined.
+  if (used == 0 || used != text.size() || !(scaled >= 0 && scaled < 0x1p64)) {
     throw std::invalid_argument("--limit " + assignment + ": '" + text + "' is not " +
                                 (size ? "a size (a number with K, M, G or T)" : "a number"));
   }
-  return static_cast<std::uint64_t>(value * static_cast<double>(scale));
+  return static_cast<std::uint64_t>(scaled);
 }
 
 }  // namespace
