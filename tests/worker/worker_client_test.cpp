@@ -39,7 +39,7 @@ TEST(WorkerClient, APostedFailureIsThrownByTheNextRequestOnly) {
     worker.request({{"cmd", "device"}, {"device", "cpu"}}, 60s);
     ADD_FAILURE() << "the posted command's failure was lost";
   } catch (const WorkerFailed& failed) {
-    EXPECT_EQ(failed.kind, "internal");
+    EXPECT_EQ(failed.kind, kbv::worker::FailureKind::internal);
     EXPECT_NE(std::string(failed.what()).find("tpu"), std::string::npos) << failed.what();
   }
   // Thrown once: the worker itself is fine and answers the next request.

@@ -49,7 +49,7 @@ ProblemAudit audit_one(const AuditRequest& request, const store::ProblemInfo& pr
       audit.findings = judge_audit(audit.families, verified, kernelbench, request.memory_share);
     }
   } catch (const eval::WorkerFailed& failed) {
-    if (failed.kind == "no_device") throw eval::NoDevice(failed.what());
+    if (failed.kind == worker::FailureKind::no_device) throw eval::NoDevice(failed.what());
     audit.error = failed.what();
   } catch (const eval::WorkerLost& lost) {
     audit.error = std::string("the reference worker ") + lost.what() + "\n" + reference.log_tail();

@@ -68,7 +68,7 @@ CompileResult compile_candidate(const CompileRequest& request, const std::string
                                          std::chrono::duration<double>(request.timeout_seconds));
       result.ahead = reply.header.value("ahead", nlohmann::json::object());
     } catch (const WorkerFailed& failed) {
-      result.outcome = failed.kind;
+      result.outcome = worker::name(failed.kind);
       result.message = failed.what();
     } catch (const WorkerLost& lost) {
       result.outcome = lost.kind;

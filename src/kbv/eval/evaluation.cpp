@@ -47,13 +47,28 @@ class Stage {
   std::chrono::steady_clock::time_point begun_;
 };
 
-Verdict verdict_of(const std::string& kind) {
-  if (kind == "compile_error") return Verdict::compile_error;
-  if (kind == "crash") return Verdict::crash;
-  if (kind == "timeout") return Verdict::timeout;
-  if (kind == "incorrect") return Verdict::incorrect;
-  if (kind == "forged_reply") return Verdict::hack;
+// A failure the candidate's worker answered with. Its process runs the candidate's code, so what
+// fails there in kbv's own steps or the problem's code (internal, problem_error, no_device) may be
+// the candidate's doing: it is not told apart from the candidate's own raise.
+Verdict verdict_of(worker::FailureKind kind) {
+  switch (kind) {
+    case worker::FailureKind::compile_error: return Verdict::compile_error;
+    case worker::FailureKind::crash: return Verdict::crash;
+    case worker::FailureKind::incorrect: return Verdict::incorrect;
+    case worker::FailureKind::runtime_error:
+    case worker::FailureKind::problem_error:
+    case worker::FailureKind::reference_error:
+    case worker::FailureKind::no_device:
+    case worker::FailureKind::internal: return Verdict::runtime_error;
+  }
   return Verdict::runtime_error;
+}
+
+// A candidate's worker lost (WorkerLost::kind; `sandbox` is kbv's failure, not a verdict).
+Verdict verdict_of_loss(const std::string& kind) {
+  if (kind == "timeout") return Verdict::timeout;
+  if (kind == "forged_reply") return Verdict::hack;
+  return Verdict::crash;
 }
 
 // The first judged draw of the problem's own inputs: the reference's trace runs on it, and its
@@ -476,7 +491,7 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
   } catch (const WorkerLost& lost) {
     // Its sandbox failed before any of its code ran: the evaluation could not be carried out.
     if (lost.kind == "sandbox") throw EvalError(lost.what());
-    record.verdict = verdict_of(lost.kind);
+    record.verdict = verdict_of_loss(lost.kind);
     record.verdict_reason = lost.what();
     if (lost.kind == "forged_reply") {
       hacks::merge(record.findings, {{"forged_reply", "error", json::array({{{"source", "result channel"}, {"why", lost.what()}}})}});

@@ -32,9 +32,9 @@ Reply reference_reply(WorkerClient& worker, const std::function<Reply()>& awaite
     return awaited();
   } catch (const WorkerFailed& failed) {
     throw_if_out_of_memory(failed);
-    if (failed.kind == "no_device") throw NoDevice(failed.what());
-    if (failed.kind == "problem_error") throw EvalError(failed.what());
-    throw EvalError("the reference worker failed (" + failed.kind + "): " + failed.what());
+    if (failed.kind == worker::FailureKind::no_device) throw NoDevice(failed.what());
+    if (failed.kind == worker::FailureKind::problem_error) throw EvalError(failed.what());
+    throw EvalError("the reference worker failed (" + std::string(worker::name(failed.kind)) + "): " + failed.what());
   } catch (const WorkerLost& lost) {
     throw_reference_lost(worker, lost);
   }
@@ -124,7 +124,7 @@ std::vector<ReferenceDraw> ReferenceSide::draws(const std::vector<Draw>& plan, d
       if (first) repeat_error = error_of(results[1]);
     } catch (const WorkerFailed& failed) {
       throw_if_out_of_memory(failed);
-      if (failed.kind != "reference_error") throw EvalError("the reference worker failed: " + std::string(failed.what()));
+      if (failed.kind != worker::FailureKind::reference_error) throw EvalError("the reference worker failed: " + std::string(failed.what()));
       if (draw.family == protocol::Family::standard) {
         throw EvalError(std::string("the problem's Model raised on its own inputs: ") + failed.what());
       }

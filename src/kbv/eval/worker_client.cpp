@@ -222,7 +222,16 @@ Reply WorkerClient::await(const Posted& posted, Outputs outputs) {
   if (reply.header.value("status", "") == "error") {
     std::string message = reply.header.value("message", "");
     if (sandbox_limits_) message = with_note(message, sandbox::explain_error(message, *sandbox_limits_));
-    throw WorkerFailed(reply.header.value("kind", "internal"), message);
+    worker::FailureKind kind = worker::FailureKind::internal;
+    try {
+      kind = worker::failure_kind(reply.header.value("kind", ""));
+    } catch (const std::invalid_argument& unknown) {
+      // kbv's worker names only its own kinds: other code wrote this reply.
+      process_.kill();
+      process_.wait();
+      throw WorkerLost("forged_reply", "a reply to '" + what + "' that " + unknown.what() + ": " + message.substr(0, 300));
+    }
+    throw WorkerFailed(kind, message);
   }
   // Every blob is a tensor; their descriptions are in the header, in order, wherever they sit.
   std::vector<nlohmann::json> metas;
@@ -243,14 +252,14 @@ Reply WorkerClient::await(const Posted& posted, Outputs outputs) {
   };
   const size_t in_region = count("region"), on_device = count("device");
   if (metas.size() - in_region - on_device != blobs.size() || (in_region > 0 && !region_)) {
-    throw WorkerFailed("internal", "reply to '" + what + "' describes " + std::to_string(metas.size()) + " tensors (" +
+    throw WorkerFailed(worker::FailureKind::internal, "reply to '" + what + "' describes " + std::to_string(metas.size()) + " tensors (" +
                                        std::to_string(in_region) + " in a region, " + std::to_string(on_device) +
                                        " on the device) but carries " + std::to_string(blobs.size()) + " blobs");
   }
   while (reply.files.size() < on_device) {
     worker::PassedFds passed = worker::receive_fds(file_socket_.get(), std::chrono::steady_clock::now() + std::chrono::seconds(5));
     if (passed.status != worker::PassedFds::Status::message) {
-      throw WorkerFailed("internal", "reply to '" + what + "' describes " + std::to_string(on_device) +
+      throw WorkerFailed(worker::FailureKind::internal, "reply to '" + what + "' describes " + std::to_string(on_device) +
                                          " outputs on the device, and " + std::to_string(reply.files.size()) + " came");
     }
     for (worker::UniqueFd& fd : passed.fds) reply.files.push_back(std::move(fd));
@@ -269,7 +278,7 @@ Reply WorkerClient::await(const Posted& posted, Outputs outputs) {
       at::Tensor view = worker::SharedRegion::view(region_, meta);
       reply.tensors.push_back(outputs == Outputs::owned ? view.clone() : view);
     } catch (const std::runtime_error& bad) {
-      throw WorkerFailed("internal", "reply to '" + what + "': " + bad.what());
+      throw WorkerFailed(worker::FailureKind::internal, "reply to '" + what + "': " + bad.what());
     }
   }
   return reply;

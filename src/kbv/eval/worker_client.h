@@ -17,6 +17,7 @@
 
 #include "kbv/sandbox/cgroup.h"
 #include "kbv/sandbox/spec.h"
+#include "kbv/worker/failure.h"
 #include "kbv/worker/shared_region.h"
 #include "kbv/worker/tensor_codec.h"
 #include "kbv/worker/worker_process.h"
@@ -32,10 +33,10 @@ struct WorkerLost : std::runtime_error {
   std::string kind;  // crash | timeout | forged_reply | sandbox
 };
 
-// The worker answered with an error: `kind` as in worker/failure.h.
+// The worker answered with an error of one of the kinds in worker/failure.h.
 struct WorkerFailed : std::runtime_error {
-  WorkerFailed(std::string kind_, const std::string& message) : std::runtime_error(message), kind(std::move(kind_)) {}
-  std::string kind;
+  WorkerFailed(worker::FailureKind kind_, const std::string& message) : std::runtime_error(message), kind(kind_) {}
+  worker::FailureKind kind;
 };
 
 struct Reply {

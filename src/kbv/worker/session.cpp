@@ -44,7 +44,7 @@ protocol::Tf32 flags_of(const nlohmann::json& protocol, const std::string& mode)
 
 // Calls into Python, turning a Python exception into a Failure of `kind` with `what` before it.
 template <typename F>
-auto guarded(const std::string& kind, const std::string& what, F&& call) {
+auto guarded(FailureKind kind, const std::string& what, F&& call) {
   try {
     return call();
   } catch (py::error_already_set& error) {
@@ -106,19 +106,19 @@ void read_every_page(const py::handle& result) {
 
 }  // namespace
 
-std::string classify_candidate_error(const std::string& message) {
+FailureKind classify_candidate_error(const std::string& message) {
   // A CUDA fault (illegal address, launch failure) is sticky: the context is lost, as after a
   // segfault on the host, so it is filed with crashes.
-  return message.find("CUDA error") != std::string::npos ? "crash" : "runtime_error";
+  return message.find("CUDA error") != std::string::npos ? FailureKind::crash : FailureKind::runtime_error;
 }
 
 nlohmann::json Session::select_device(const std::string& name) {
   nlohmann::json facts = nlohmann::json::object();
   if (name == "cpu") return facts;
-  if (name != "cuda") throw Failure("internal", "unknown device '" + name + "'");
+  if (name != "cuda") throw Failure(FailureKind::internal, "unknown device '" + name + "'");
   py::module_ cuda = py::module_::import("torch").attr("cuda");
   if (!cuda.attr("is_available")().cast<bool>()) {
-    throw Failure("no_device", "--device cuda: no CUDA device is visible here (torch.cuda.is_available() is False)");
+    throw Failure(FailureKind::no_device, "--device cuda: no CUDA device is visible here (torch.cuda.is_available() is False)");
   }
   device_ = c10::Device(c10::kCUDA, 0);
   facts["gpu"] = cuda.attr("get_device_name")(0).cast<std::string>();
@@ -145,7 +145,7 @@ namespace {
 py::object loaded_candidate(const py::tuple& loaded) {
   if (!loaded[1].is_none()) {
     py::tuple error = loaded[1];
-    throw Failure(error[0].cast<std::string>(), error[1].cast<std::string>());
+    throw Failure(failure_kind(error[0].cast<std::string>()), error[1].cast<std::string>());
   }
   return loaded[0];
 }
@@ -197,15 +197,15 @@ nlohmann::json Session::load(const nlohmann::json& command) {
   step("device_and_timer");
 
   const std::string problem_path = command.at("problem");
-  problem_ = guarded("problem_error", "cannot import the problem " + problem_path,
+  problem_ = guarded(FailureKind::problem_error, "cannot import the problem " + problem_path,
                      [&] { return harness.attr("load_module")(problem_path, "kbv_problem"); });
   for (const char* name : {"Model", "get_inputs", "get_init_inputs"}) {
     if (!py::hasattr(problem_, name)) {
-      throw Failure("problem_error", "the problem " + problem_path + " defines no `" + name +
+      throw Failure(FailureKind::problem_error, "the problem " + problem_path + " defines no `" + name +
                                          "` (a KernelBench problem has Model, get_inputs and get_init_inputs)");
     }
   }
-  const py::object init = guarded("problem_error", "get_init_inputs() of " + problem_path + " raised",
+  const py::object init = guarded(FailureKind::problem_error, "get_init_inputs() of " + problem_path + " raised",
                                   [&] { return py::list(problem_.attr("get_init_inputs")()); });
   const std::uint64_t seed = protocol_.at("init_seed");
   const std::int64_t before = memory_->allocated();
@@ -221,7 +221,7 @@ nlohmann::json Session::load(const nlohmann::json& command) {
   // than a fused candidate, so carried by both it would favour the candidate.
   if (role_ == Role::candidate && protocol_.at("detection").at("enabled").get<bool>()) ops_.emplace();
   if (role_ == Role::reference) {
-    model_ = guarded("problem_error", "constructing Model(*get_init_inputs()) raised",
+    model_ = guarded(FailureKind::problem_error, "constructing Model(*get_init_inputs()) raised",
                      [&] { return harness.attr("build")(problem_.attr("Model"), init, seed); });
     step("construct");
   } else {
@@ -233,17 +233,17 @@ nlohmann::json Session::load(const nlohmann::json& command) {
       candidate_ = import_candidate(candidate_path);
     }
     if (!py::hasattr(candidate_, "ModelNew")) {
-      throw Failure("runtime_error", "the candidate " + candidate_path + " defines no `ModelNew` class");
+      throw Failure(FailureKind::runtime_error, "the candidate " + candidate_path + " defines no `ModelNew` class");
     }
     step("candidate");
-    model_ = guarded("runtime_error", "constructing ModelNew(*get_init_inputs()) raised (does its constructor match Model's?)", [&] {
+    model_ = guarded(FailureKind::runtime_error, "constructing ModelNew(*get_init_inputs()) raised (does its constructor match Model's?)", [&] {
       const py::tuple args = py::make_tuple(candidate_.attr("ModelNew"), init, seed);
       return watch_ ? watch_->construct(harness.attr("build"), args) : harness.attr("build")(*args);
     });
     step("construct");
     if (protocol_.at("copy_state").get<bool>()) {
       const std::int64_t without_reference = memory_->allocated();
-      py::object reference = guarded("problem_error", "constructing Model(*get_init_inputs()) raised",
+      py::object reference = guarded(FailureKind::problem_error, "constructing Model(*get_init_inputs()) raised",
                                      [&] { return harness.attr("build")(problem_.attr("Model"), init, seed); });
       facts["copied_state"] = harness.attr("copy_state")(model_, reference).cast<std::vector<std::string>>();
       reference = py::none();
@@ -255,7 +255,7 @@ nlohmann::json Session::load(const nlohmann::json& command) {
     }
   }
   if (py::hasattr(model_, "to")) {
-    model_ = guarded(role_ == Role::candidate ? "runtime_error" : "problem_error", "moving the module to the device raised",
+    model_ = guarded(role_ == Role::candidate ? FailureKind::runtime_error : FailureKind::problem_error, "moving the module to the device raised",
                      [&] { return model_.attr("to")(device_name); });
   }
   measure::synchronize(device_);
@@ -267,7 +267,7 @@ nlohmann::json Session::load(const nlohmann::json& command) {
 }
 
 py::list Session::draw_standard(std::uint64_t seed) const {
-  py::list drawn = guarded("problem_error", "get_inputs() raised", [&] {
+  py::list drawn = guarded(FailureKind::problem_error, "get_inputs() raised", [&] {
     return py::list(python::harness().attr("draw_standard")(problem_.attr("get_inputs"), seed, device_.str()));
   });
   // The candidate's code shares this process: what the generators say after a draw must not tell
@@ -327,7 +327,7 @@ Forward Session::forward(const std::string& mode, const py::list& inputs, const 
 
 py::object Session::call_forward(const py::list& inputs) {
   const bool candidate = role_ == Role::candidate;
-  return guarded(candidate ? "runtime_error" : "reference_error",
+  return guarded(candidate ? FailureKind::runtime_error : FailureKind::reference_error,
                  candidate ? "ModelNew.forward raised" : "Model.forward raised",
                  [&] { return python::harness().attr("forward")(model_, inputs); });
 }
@@ -354,7 +354,7 @@ void Session::fill_pool(const std::vector<std::uint64_t>& seeds) {
 }
 
 void Session::fill_set(size_t index, std::uint64_t seed) {
-  if (index >= pool_.size()) throw Failure("internal", "no timing input set " + std::to_string(index));
+  if (index >= pool_.size()) throw Failure(FailureKind::internal, "no timing input set " + std::to_string(index));
   const py::list fresh = draw_standard(seed);
   // Same buffers, new values: a cache keyed by pointer returns stale results.
   py::list& set = pool_[index];
@@ -425,7 +425,7 @@ void Session::warm_up(int calls, double seconds, double max_seconds, const std::
 nlohmann::json Session::clock() const { return timer_->describe(); }
 
 measure::TimedCall Session::timed_call(size_t set, const std::string& mode) {
-  if (set >= pool_.size()) throw Failure("internal", "no timing input set " + std::to_string(set));
+  if (set >= pool_.size()) throw Failure(FailureKind::internal, "no timing input set " + std::to_string(set));
   const CallSpan span(ledger_);
   apply_flags(mode);
   py::object result;
@@ -447,8 +447,8 @@ measure::TimedCall Session::timed_call(size_t set, const std::string& mode) {
 }
 
 const std::vector<at::Tensor>& Session::last_outputs(size_t set) const {
-  if (set >= last_.size()) throw Failure("internal", "no timed output for set " + std::to_string(set));
-  if (last_[set].bad_output) throw Failure("incorrect", *last_[set].bad_output);
+  if (set >= last_.size()) throw Failure(FailureKind::internal, "no timed output for set " + std::to_string(set));
+  if (last_[set].bad_output) throw Failure(FailureKind::incorrect, *last_[set].bad_output);
   return last_[set].outputs;
 }
 
@@ -532,7 +532,7 @@ nlohmann::json Session::traced_forward(const py::list& inputs, const std::string
   if (ops_) ops_->start();
   py::tuple traced;
   try {
-    traced = guarded("runtime_error", "ModelNew.forward raised under the profiler", [&] {
+    traced = guarded(FailureKind::runtime_error, "ModelNew.forward raised under the profiler", [&] {
       return python::monitor().attr("trace_call")(bound_forward(model_, inputs), device_.str(), extensions_dir(),
                                                   watch_->problem_path());
     });
@@ -552,7 +552,7 @@ nlohmann::json Session::traced_forward(const py::list& inputs, const std::string
 
 nlohmann::json Session::probe(const nlohmann::json& spec, const nlohmann::json& refresh,
                               std::vector<at::Tensor>* refreshed_outputs) {
-  if (!watch_) throw Failure("internal", "probe: the candidate is not watched (detection is off)");
+  if (!watch_) throw Failure(FailureKind::internal, "probe: the candidate is not watched (detection is off)");
   py::module_& monitor = python::monitor();
   const std::string mode = "candidate";
   const py::list inputs = draw(spec);

@@ -141,7 +141,7 @@ class Session {
 
 // Where a failure inside candidate code should be filed: a CUDA fault kills the context, which
 // is a crash; anything else the candidate raised is a runtime error.
-std::string classify_candidate_error(const std::string& message);
+FailureKind classify_candidate_error(const std::string& message);
 
 // Sums over the tensor inputs: both workers must have drawn the same values.
 nlohmann::json input_checksum(const pybind11::list& inputs);

@@ -196,12 +196,12 @@ check::OutputComparison compare_draw(Session& session, const json& command, std:
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (files.size() < command.value("files", size_t{0})) {
     PassedFds received = receive_fds(kFileSocketFd, deadline);
-    if (received.status != PassedFds::Status::message) throw Failure("internal", "compare: the files did not come with the command");
+    if (received.status != PassedFds::Status::message) throw Failure(FailureKind::internal, "compare: the files did not come with the command");
     for (UniqueFd& fd : received.fds) files.push_back(std::move(fd));
   }
   const auto file = [&](const json& meta) -> UniqueFd& {
     const size_t index = meta.at("file");
-    if (index >= files.size() || !files[index]) throw Failure("internal", "compare: an output names no file handed over");
+    if (index >= files.size() || !files[index]) throw Failure(FailureKind::internal, "compare: an output names no file handed over");
     return files[index];
   };
   std::map<size_t, std::shared_ptr<const SharedRegion>> regions;
@@ -223,13 +223,13 @@ check::OutputComparison compare_draw(Session& session, const json& command, std:
         return unusable;
       }
     } else {
-      if (blob >= blobs.size()) throw Failure("internal", "compare: fewer blobs than outputs");
+      if (blob >= blobs.size()) throw Failure(FailureKind::internal, "compare: fewer blobs than outputs");
       outputs.push_back(decode(meta, std::move(blobs[blob++])));
     }
   }
   const pybind11::list inputs = session.draw(command.at("draw"));
   Forward forward = session.forward("reference", inputs, "reference for a candidate's check");
-  if (forward.bad_output) throw Failure("internal", "the reference for a checked draw: " + *forward.bad_output);
+  if (forward.bad_output) throw Failure(FailureKind::internal, "the reference for a checked draw: " + *forward.bad_output);
   std::vector<at::Tensor>& reference = forward.outputs;
   for (size_t i = 0; i < outputs.size() && i < reference.size(); ++i) {
     reference[i] = comparable(reference[i]);
@@ -255,7 +255,7 @@ void handle_sketches(Session& session, Channel& channel, const json& command) {
   for (const json& call : command.at("calls")) {
     const pybind11::list inputs = session.draw_standard(call.at("seed").get<std::uint64_t>());
     const Forward forward = session.forward("reference", inputs, "check of a timed call's inputs");
-    if (forward.bad_output) throw Failure("internal", "the reference on a timed call's inputs: " + *forward.bad_output);
+    if (forward.bad_output) throw Failure(FailureKind::internal, "the reference on a timed call's inputs: " + *forward.bad_output);
     json rms = json::array();
     for (const at::Tensor& t : forward.outputs) rms.push_back(check::finite_rms(t));
     json result = {{"rms", std::move(rms)}};
@@ -368,14 +368,14 @@ void handle(Session& session, Channel& channel, Message& message) {
   } else if (name == "findings") {
     reply(channel, {{"status", "ok"}, {"findings", session.findings()}, {"ops", session.observed_ops()}});
   } else {
-    throw Failure("internal", "unknown worker command '" + name + "'");
+    throw Failure(FailureKind::internal, "unknown worker command '" + name + "'");
   }
 }
 
 // An exception no step typed: in the candidate's process it came from the candidate's code or
 // its effects (a CUDA fault surfacing in a later call); in the reference's, it is ours.
-std::string untyped_failure_kind(Role role, const std::string& text) {
-  return role == Role::candidate ? classify_candidate_error(text) : "internal";
+FailureKind untyped_failure_kind(Role role, const std::string& text) {
+  return role == Role::candidate ? classify_candidate_error(text) : FailureKind::internal;
 }
 
 }  // namespace
@@ -408,14 +408,15 @@ int serve_worker(Role role) {
       std::fflush(nullptr);
       _exit(0);  // skip interpreter and torch teardown
     }
-    std::string kind, text;
+    FailureKind kind = FailureKind::internal;
+    std::string text;
     try {
       handle(session, channel, message);
       continue;
     } catch (const Failure& failure) {
       kind = failure.kind;
       text = failure.what();
-      if (role == Role::candidate && kind == "runtime_error") kind = classify_candidate_error(text);
+      if (role == Role::candidate && kind == FailureKind::runtime_error) kind = classify_candidate_error(text);
     } catch (const c10::Error& error) {
       text = error.what_without_backtrace();
       kind = untyped_failure_kind(role, text);
@@ -424,7 +425,7 @@ int serve_worker(Role role) {
       kind = untyped_failure_kind(role, text);
     }
     if (sandbox::out_of_memory(text)) text += session.memory_in_words();
-    reply(channel, {{"status", "error"}, {"kind", kind}, {"message", text}});
+    reply(channel, {{"status", "error"}, {"kind", name(kind)}, {"message", text}});
   }
 }
 
