@@ -1,18 +1,17 @@
 #include "kbv/eval/worker_client.h"
 
 #include <algorithm>
-#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <random>
 #include <span>
-#include <sstream>
 #include <system_error>
 
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "kbv/common/proc_stat.h"
 #include "kbv/common/syscall.h"
 #include "kbv/sandbox/enter.h"
 #include "kbv/sandbox/explain.h"
@@ -103,20 +102,13 @@ std::optional<CpuReading> WorkerClient::cpu_time() const {
   if (cgroup_) {
     if (const std::optional<double> seconds = cgroup_->cpu_seconds()) return CpuReading{*seconds, std::string("cgroup ") + cgroup_->version()};
   }
-  // proc(5): utime, stime, cutime, cstime are fields 14-17, after the command's name in parentheses.
-  std::ifstream stat("/proc/" + std::to_string(process_.pid()) + "/stat");
-  const std::string text(std::istreambuf_iterator<char>(stat), {});
-  const auto name_end = text.rfind(')');
-  if (name_end == std::string::npos) return std::nullopt;
-  std::istringstream fields(text.substr(name_end + 2));
-  std::string skipped;
-  for (int field = 3; field < 14 && fields >> skipped; ++field) {
-  }
+  const std::optional<ProcStat> stat = ProcStat::read(std::to_string(process_.pid()));
+  if (!stat) return std::nullopt;
   double ticks = 0;
-  for (int field = 14; field <= 17; ++field) {
-    unsigned long long value = 0;
-    if (!(fields >> value)) return std::nullopt;
-    ticks += static_cast<double>(value);
+  for (int field = 14; field <= 17; ++field) {  // proc(5): utime, stime, cutime, cstime
+    const std::optional<unsigned long long> value = stat->field(field);
+    if (!value) return std::nullopt;
+    ticks += static_cast<double>(*value);
   }
   return CpuReading{ticks / static_cast<double>(sysconf(_SC_CLK_TCK)), "process"};
 }

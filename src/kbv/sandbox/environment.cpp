@@ -2,11 +2,13 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "kbv/common/proc_stat.h"
 
 extern char** environ;
 
@@ -23,15 +25,10 @@ constexpr std::string_view kPrefixes[] = {"LC_",  "PYTHON", "CUDA_", "NVIDIA_", 
 
 // The block of environment strings the process started with, as the kernel has it.
 std::pair<char*, char*> started_block() {
-  std::ifstream stat("/proc/self/stat");
-  const std::string text(std::istreambuf_iterator<char>(stat), {});
-  std::istringstream fields(text.substr(text.rfind(')') + 2));  // after the command's name
-  std::string field;
-  for (int index = 3; index < 50 && fields >> field; ++index) {  // proc(5): env_start is field 50
-  }
-  unsigned long start = 0, end = 0;
-  fields >> start >> end;
-  return {reinterpret_cast<char*>(start), reinterpret_cast<char*>(end)};
+  const std::optional<ProcStat> stat = ProcStat::read("self");
+  if (!stat) return {nullptr, nullptr};
+  // proc(5): env_start and env_end are fields 50 and 51.
+  return {reinterpret_cast<char*>(stat->field(50).value_or(0)), reinterpret_cast<char*>(stat->field(51).value_or(0))};
 }
 
 }  // namespace
