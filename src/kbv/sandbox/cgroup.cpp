@@ -161,9 +161,13 @@ std::unique_ptr<Cgroup> Cgroup::create(const Limits& limits, std::string& why_no
   }
   // v1: a cgroup in the memory hierarchy and one in the pids hierarchy.
   if (points.count("memory") && points.count("pids") && paths.count("memory") && paths.count("pids")) {
+    // The new cgroup's folder in a v1 controller's hierarchy, under this process's own cgroup there.
+    const auto v1_dir = [&](const char* controller) {
+      return points.at(controller) + (paths.at(controller) == "/" ? "" : paths.at(controller)) + "/" + name;
+    };
     std::vector<std::string> dirs;
     for (const char* controller : {"memory", "pids"}) {
-      const std::string dir = points.at(controller) + (paths.at(controller) == "/" ? "" : paths.at(controller)) + "/" + name;
+      const std::string dir = v1_dir(controller);
       if (!make_beside_leftovers(dir)) break;
       dirs.push_back(dir);
     }
@@ -171,8 +175,7 @@ std::unique_ptr<Cgroup> Cgroup::create(const Limits& limits, std::string& why_no
       // Its CPU time where the cpuacct hierarchy is there too (the limits do not need it).
       std::string cpu;
       if (points.count("cpuacct") && paths.count("cpuacct")) {
-        const std::string dir = points.at("cpuacct") + (paths.at("cpuacct") == "/" ? "" : paths.at("cpuacct")) + "/" + name;
-        if (make_beside_leftovers(dir)) dirs.push_back(cpu = dir);
+        if (const std::string dir = v1_dir("cpuacct"); make_beside_leftovers(dir)) dirs.push_back(cpu = dir);
       }
       std::unique_ptr<Cgroup> made(new Cgroup(dirs, false, cpu));
       const bool set = write_file(dirs[0] + "/memory.limit_in_bytes", limits.memory_bytes ? std::to_string(limits.memory_bytes) : "-1") &&
