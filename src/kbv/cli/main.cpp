@@ -83,6 +83,12 @@ void clear_command_line(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) std::memset(argv[i], 0, std::strlen(argv[i]));
 }
 
+// The subcommands that start workers (and so a zygote, and their OpenMP policy).
+bool runs_workers(int argc, char** argv) {
+  static const std::set<std::string_view> kRunsWorkers = {"eval", "compile", "run", "serve", "audit"};
+  return argc >= 2 && kRunsWorkers.contains(argv[1]);
+}
+
 // Workers' OpenMP threads sleep when they have no work (OMP_WAIT_POLICY=passive) rather than spin
 // for a while after each parallel region: a spinning thread burns CPU time after every call, where
 // the timing's ledger counts work no timer saw (PROTOCOL.md, "Work outside the timed calls"), and
@@ -102,9 +108,7 @@ void openmp_threads_sleep_when_idle(char** argv) {
 // nothing of this command's. Its interpreter starts while kbv parses; worker_launch waits for it,
 // or ends it for a command that wants none (--zygote off); --help and usage errors end it too.
 std::optional<kbv::worker::Zygote::Starting> begin_zygote(int argc, char** argv) {
-  static const std::set<std::string_view> kRunsWorkers = {"eval", "compile", "run", "serve", "audit"};
-  if (argc < 2 || !kRunsWorkers.contains(argv[1])) return std::nullopt;
-  openmp_threads_sleep_when_idle(argv);
+  if (!runs_workers(argc, argv)) return std::nullopt;
   if (const char* chosen = std::getenv("KBV_ZYGOTE"); chosen && std::string_view(chosen) == "off") return std::nullopt;
   try {
     const std::string python = kbv::python::default_python_executable();
@@ -223,6 +227,7 @@ int run_compile(const CompileOptions& options, const std::string& zygote, const 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (runs_workers(argc, argv)) openmp_threads_sleep_when_idle(argv);
   std::optional<kbv::worker::Zygote::Starting> early_zygote = begin_zygote(argc, argv);
   CLI::App app{"kbv: verified evaluation of KernelBench kernel candidates"};
   app.require_subcommand(1);
