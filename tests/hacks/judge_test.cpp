@@ -8,6 +8,7 @@ namespace {
 
 using kbv::hacks::judge_floor;
 using kbv::hacks::judge_probe;
+using kbv::hacks::judge_untimed_device_work;
 using kbv::hacks::judge_untimed_work;
 using kbv::hacks::merge;
 using kbv::hacks::settle;
@@ -235,6 +236,44 @@ TEST(Judge, UntimedWorkNeedsTheWorkersCpuTimeReadFromOutside) {
   EXPECT_FALSE(judge_untimed_work(nullptr, kBaselineCpu, kDetection));
   // Without the baseline's ledger the allowance is the floor and the share alone.
   EXPECT_TRUE(judge_untimed_work(candidate_cpu(1.1127, 0.6533, 0.0279), nullptr, kDetection));
+}
+
+// The GPU ledger's totals (worker/gpu_work_accounts.h) of one side's timing.
+json gpu_totals(double outside, double windows, long timed_calls) {
+  return {{"timed_calls", timed_calls}, {"windows_seconds", windows}, {"outside_seconds", outside}, {"foreign_seconds", 0.0},
+          {"foreign_records", 0},       {"unknown_launches", 0},       {"covers_missing", 0},       {"dropped", 0}};
+}
+
+TEST(Judge, DeviceWorkOutsideTheWindowsBeyondTheAllowanceIsUntimed) {
+  const json baseline = gpu_totals(2e-6, 0.3, 1000);
+  EXPECT_FALSE(judge_untimed_device_work(gpu_totals(0, 0.05, 1000), baseline, kDetection));
+  // 0.1 ms, 5% of the windows' 0.05 s, twice the reference's 2 ns per call over 1000 calls.
+  EXPECT_FALSE(judge_untimed_device_work(gpu_totals(0.0026, 0.05, 1000), baseline, kDetection));
+  const auto untimed = judge_untimed_device_work(gpu_totals(0.03, 0.05, 1000), baseline, kDetection);
+  ASSERT_TRUE(untimed);
+  EXPECT_EQ(untimed->id, "untimed_work");
+  EXPECT_EQ(untimed->severity, "error");
+  EXPECT_NEAR(untimed->evidence[0]["untimed_device_seconds"].get<double>(), 0.03, 1e-12);
+  EXPECT_NEAR(untimed->evidence[0]["allowance_seconds"].get<double>(), 1e-4 + 0.05 * 0.05 + 2 * 2e-9 * 1000, 1e-12);
+}
+
+TEST(Judge, ADeviceLedgerThatLostRecordsIsUntimedWork) {
+  json lost = gpu_totals(0, 0.05, 1000);
+  lost["covers_missing"] = 1000;  // kbv's own launch covers gone: CUPTI switched off in the candidate
+  const auto untimed = judge_untimed_device_work(lost, gpu_totals(0, 0.3, 1000), kDetection);
+  ASSERT_TRUE(untimed);
+  EXPECT_EQ(untimed->evidence[0]["launch_covers_missing"], 1000);
+  json dropped = gpu_totals(0, 0.05, 1000);
+  dropped["dropped"] = 5;
+  EXPECT_TRUE(judge_untimed_device_work(dropped, gpu_totals(0, 0.3, 1000), kDetection));
+}
+
+TEST(Judge, ADeviceLedgerMissingOnlyInTheCandidateIsUntimedWork) {
+  const json unavailable = {{"unavailable", "CUPTI refused to record: CUPTI_ERROR_NOT_INITIALIZED"}};
+  EXPECT_TRUE(judge_untimed_device_work(unavailable, gpu_totals(0, 0.3, 1000), kDetection));
+  // Where neither side could record (no CUPTI on the machine), nothing is judged; nor on the CPU.
+  EXPECT_FALSE(judge_untimed_device_work(unavailable, unavailable, kDetection));
+  EXPECT_FALSE(judge_untimed_device_work(nullptr, nullptr, kDetection));
 }
 
 TEST(Judge, MergeKeepsOneFindingPerIdWithTheHighestSeverity) {

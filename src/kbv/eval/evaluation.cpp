@@ -527,6 +527,10 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
                                                  protocol.detection)) {
       hacks::merge(record.findings, {std::move(*untimed)});
     }
+    if (auto untimed = hacks::judge_untimed_device_work(record.candidate_timing->gpu,
+                                                        record.baseline ? record.baseline->gpu : json(), protocol.detection)) {
+      hacks::merge(record.findings, {std::move(*untimed)});
+    }
   }
   if (protocol.detection.enabled) hacks::settle(record);
   record.reference_log = reference.log_tail();

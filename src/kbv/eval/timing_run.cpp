@@ -79,6 +79,7 @@ TimingRun run_timing(WorkerClient& worker, const std::string& mode, const protoc
     const Reply timed = worker.request(
         {{"cmd", "timed_calls"}, {"mode", mode}, {"calls", calls}, {"points", sketch ? t.sketch_points : 0}}, timeout);
     run.result.cpu = timed.header.at("cpu");
+    run.result.gpu = timed.header.value("gpu", nlohmann::json());
     size_t next = 0;
     for (size_t i = 0; i < calls.size(); ++i) {
       const nlohmann::json& result = timed.header.at("results").at(i);

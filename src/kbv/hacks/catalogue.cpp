@@ -30,7 +30,7 @@ constexpr std::array kCatalogue = {
     FindingKind{"uneven_calls", "some of its calls do work for others of their round"},
     FindingKind{"hidden_library_call", "calls library compute below the dispatcher, where the profiler sees no op"},
     FindingKind{"forged_reply", "its code wrote to its worker's result channel"},
-    FindingKind{"untimed_work", "its worker used CPU time while none of its calls was under way"},
+    FindingKind{"untimed_work", "its worker used CPU time, or its work used the GPU, while none of its timed calls was under way"},
     FindingKind{"generator_read", "reads the default generators' seed or state, which tell the next inputs"},
 };
 

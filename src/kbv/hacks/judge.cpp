@@ -251,6 +251,43 @@ std::optional<Finding> judge_untimed_work(const json& candidate, const json& bas
                   {"threads_started_since_import", candidate.value("threads_started_since_import", json::array())}});
 }
 
+std::optional<Finding> judge_untimed_device_work(const json& candidate, const json& baseline, const protocol::Detection& detection) {
+  if (!candidate.is_object()) return std::nullopt;
+  const bool baseline_recorded = baseline.is_object() && !baseline.contains("unavailable");
+  if (candidate.contains("unavailable")) {
+    if (!baseline_recorded) return std::nullopt;  // CUPTI records nothing on this machine
+    return finding("untimed_work", "error",
+                   {{"why", "kbv could not record its worker's GPU work, which it could in the reference's"},
+                    {"gpu_ledger", candidate["unavailable"]}});
+  }
+  const long lost_covers = candidate.value("covers_missing", 0L), dropped = candidate.value("dropped", 0L);
+  if (lost_covers > 0 || dropped > 0) {
+    return finding("untimed_work", "error",
+                   {{"why", "its worker's GPU ledger lost records: its work on the device cannot be accounted"},
+                    {"launch_covers_missing", lost_covers},
+                    {"records_dropped", dropped},
+                    {"timed_calls", candidate.value("timed_calls", 0L)}});
+  }
+  const double outside = candidate.value("outside_seconds", 0.0), windows = candidate.value("windows_seconds", 0.0);
+  double reference_per_call = 0;
+  if (baseline_recorded && baseline.value("timed_calls", 0L) > 0) {
+    reference_per_call = baseline.value("outside_seconds", 0.0) / static_cast<double>(baseline["timed_calls"].get<long>());
+  }
+  const double allowance = detection.untimed_device_floor_seconds + detection.untimed_fraction * windows +
+                           2 * reference_per_call * static_cast<double>(candidate.value("timed_calls", 0L));
+  if (!(outside > allowance)) return std::nullopt;
+  return finding("untimed_work", "error",
+                 {{"why", "work it put on the GPU ran outside its timed calls' windows: under the launch cover, after a "
+                          "call's end, or from another thread between calls"},
+                  {"untimed_device_seconds", outside},
+                  {"allowance_seconds", allowance},
+                  {"windows_seconds", windows},
+                  {"timed_calls", candidate.value("timed_calls", 0L)},
+                  {"foreign_seconds", candidate.value("foreign_seconds", 0.0)},
+                  {"foreign_records", candidate.value("foreign_records", 0L)},
+                  {"unknown_launches", candidate.value("unknown_launches", 0L)}});
+}
+
 std::optional<Finding> judge_observed_ops(const json& ops) {
   if (!ops.contains("timed") || !ops.contains("traced")) return std::nullopt;
   const std::set<std::string> traced = ops["traced"].get<std::set<std::string>>();

@@ -57,6 +57,16 @@ std::optional<protocol::Finding> judge_floor(double candidate_seconds, double co
 std::optional<protocol::Finding> judge_untimed_work(const nlohmann::json& candidate, const nlohmann::json& baseline,
                                                     const protocol::Detection& detection);
 
+// untimed_work on the GPU: device time the candidate's work took outside its timed calls' windows
+// (the GPU ledger, worker/gpu_ledger.h): what its calls launched that ran under the launch cover or
+// after their end, and what other threads launched that ran between the calls. Allowed: a floor, a
+// share of the windows' seconds, and twice the reference's own per timed call. A ledger that lost
+// kbv's own launch covers or dropped records, or could not record in the candidate's process where
+// it could in the reference's, is the same finding: its work there cannot be accounted. `candidate`
+// and `baseline`: TimingResult::gpu of each.
+std::optional<protocol::Finding> judge_untimed_device_work(const nlohmann::json& candidate, const nlohmann::json& baseline,
+                                                           const protocol::Detection& detection);
+
 // Adds `more` to `into`, one finding per id: the highest severity, the evidence items of all.
 void merge(std::vector<protocol::Finding>& into, std::vector<protocol::Finding> more);
 

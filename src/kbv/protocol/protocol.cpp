@@ -121,7 +121,8 @@ nlohmann::json to_json(const Protocol& p) {
         {"library_warning_share", p.detection.library_warning_share},
         {"floor_fraction", p.detection.floor_fraction},
         {"untimed_floor_seconds", p.detection.untimed_floor_seconds},
-        {"untimed_fraction", p.detection.untimed_fraction}}},
+        {"untimed_fraction", p.detection.untimed_fraction},
+        {"untimed_device_floor_seconds", p.detection.untimed_device_floor_seconds}}},
   };
 }
 

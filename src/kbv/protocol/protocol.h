@@ -67,6 +67,9 @@ struct Detection {
   // this share of the CPU time its calls and kbv's steps took.
   double untimed_floor_seconds = 0.02;
   double untimed_fraction = 0.05;
+  // untimed_work on the GPU above this many device seconds outside the timed calls' windows plus
+  // untimed_fraction of the windows' seconds.
+  double untimed_device_floor_seconds = 1e-4;
 };
 
 struct Protocol {

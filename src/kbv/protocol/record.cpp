@@ -22,6 +22,7 @@ json to_json(const TimingResult& t) {
     out["end_on_device_samples"] = t.end_on_device_samples;
   }
   if (!t.cpu.is_null()) out["cpu"] = t.cpu;
+  if (!t.gpu.is_null()) out["gpu"] = t.gpu;
   return out;
 }
 

@@ -60,6 +60,9 @@ struct TimingResult {
   // "Work outside the timed calls"): the worker's ledger (worker/cpu_ledger.h), `outside_seconds`
   // read from outside it with its `source`, and `fills`, the input sets drawn meanwhile.
   nlohmann::json cpu;
+  // Where the device's time went over the same span, on a GPU under a protocol that looks for
+  // hacks: the GPU ledger's totals (worker/gpu_ledger.h), or why it could not record.
+  nlohmann::json gpu;
 };
 
 struct MemoryResult {

@@ -298,17 +298,19 @@ nlohmann::json Session::apply_flags(const std::string& mode) {
 
 namespace {
 
-// A call of the model (with kbv's checks around it) as the CPU ledger's span: other threads'
-// time in it is the call's. Left on every way out: a call that raises ends the evaluation.
+// A call of the model as a ledger's span (CpuLedger: with kbv's checks around it, other threads'
+// time in it is the call's; GpuLedger: the model's own code alone, what it launches is the call's).
+// Left on every way out: a call that raises ends the evaluation.
+template <typename Ledger>
 class CallSpan {
  public:
-  explicit CallSpan(CpuLedger& ledger) : ledger_(ledger) { ledger_.enter_call(); }
+  explicit CallSpan(Ledger& ledger) : ledger_(ledger) { ledger_.enter_call(); }
   ~CallSpan() { ledger_.leave_call(); }
   CallSpan(const CallSpan&) = delete;
   CallSpan& operator=(const CallSpan&) = delete;
 
  private:
-  CpuLedger& ledger_;
+  Ledger& ledger_;
 };
 
 }  // namespace
@@ -316,11 +318,15 @@ class CallSpan {
 Forward Session::forward(const std::string& mode, const py::list& inputs, const std::string& when) {
   const CallSpan span(ledger_);
   apply_flags(mode);
-  if (!watch_) return collect(call_forward(inputs));
+  const auto call = [&] {
+    const CallSpan gpu_span(gpu_ledger_);
+    return call_forward(inputs);
+  };
+  if (!watch_) return collect(call());
   const nlohmann::json flags = to_json(python::monitor().attr("tf32_flags")());
   const std::vector<at::Tensor> tensors = tensors_of(inputs);
   const std::vector<at::Tensor> before = hacks::snapshot(tensors);
-  Forward forward = collect(call_forward(inputs));
+  Forward forward = collect(call());
   watch_->after_call(tensors, before, forward.outputs, flags, when);
   return forward;
 }
@@ -386,6 +392,14 @@ std::string Session::memory_in_words() {
   }
 }
 
+void Session::begin_timing() {
+  ledger_.open();
+  if (device_.is_cuda() && protocol_.at("detection").at("enabled").get<bool>()) {
+    measure::synchronize(device_);
+    gpu_ledger_.open(protocol_.at("timing").at("launch_cover_seconds").get<double>() > 0);
+  }
+}
+
 nlohmann::json Session::cpu_totals() {
   nlohmann::json totals = ledger_.totals();
   if (watch_ && totals.is_object()) totals["threads_started_since_import"] = watch_->threads_started_since_import();
@@ -436,10 +450,14 @@ measure::TimedCall Session::timed_call(size_t set, const std::string& mode) {
   if (ops_) ops_->start();
   const measure::TimedCall timed = timer_->time(
       [&] {
-        result = call_forward(inputs);
+        {
+          const CallSpan gpu_span(gpu_ledger_);
+          result = call_forward(inputs);
+        }
         if (host_outputs) read_every_page(result);
       },
       range.c_str());
+  gpu_ledger_.timed(timed.seconds);
   if (ops_) timed_ops_.merge(ops_->stop());
   last_[set] = collect(result);  // outside the timed region
   if (watch_) watch_->after_call(tensors_of(pool_[set]), std::nullopt, last_[set].outputs, nullptr, "timed call");

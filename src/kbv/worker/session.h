@@ -19,6 +19,7 @@
 #include "kbv/worker/candidate_watch.h"
 #include "kbv/worker/cpu_ledger.h"
 #include "kbv/worker/failure.h"
+#include "kbv/worker/gpu_ledger.h"
 #include "kbv/worker/op_recorder.h"
 #include "kbv/worker/role.h"
 
@@ -60,11 +61,16 @@ class Session {
   // Timing pool: one input set per seed, each refilled in place (same buffers, new values) later.
   void fill_pool(const std::vector<std::uint64_t>& seeds);
   void fill_set(size_t set, std::uint64_t seed);
-  // The timing starts: the CPU ledger counts from now (worker/cpu_ledger.h).
-  void begin_timing() { ledger_.open(); }
-  // The ledger's totals since begin_timing() (null before), and, for a watched candidate, the
+  // The timing starts: the CPU ledger counts from now (worker/cpu_ledger.h), and on a GPU under a
+  // protocol that looks for hacks, the GPU ledger (worker/gpu_ledger.h).
+  void begin_timing();
+  // The timing is over: the GPU ledger stops before anything else uses CUPTI (the probe's trace).
+  void end_timing() { gpu_ledger_.close(); }
+  // The CPU ledger's totals since begin_timing() (null before), and, for a watched candidate, the
   // native threads started since its import that are alive now (their names).
   nlohmann::json cpu_totals();
+  // The GPU ledger's totals since begin_timing() (null where it was not opened).
+  nlohmann::json gpu_totals() { return gpu_ledger_.totals(); }
   // Lets the pool's inputs and its calls' last outputs go: the reference's worker, its baseline
   // measured, would hold them beside every later candidate's evaluation (24 GiB for a 6 GiB
   // problem under verified, enough to leave an 80 GB card short).
@@ -131,6 +137,7 @@ class Session {
   std::vector<pybind11::list> pool_;
   std::vector<Forward> last_;
   CpuLedger ledger_;
+  GpuLedger gpu_ledger_;
   std::optional<CandidateWatch> watch_;  // the candidate role under the verified protocol
   // The candidate under the verified protocol: the aten ops of every timed call, and of the
   // probe's traced call.

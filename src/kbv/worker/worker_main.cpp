@@ -297,6 +297,7 @@ void handle_timed_calls(Session& session, Channel& channel, const json& command)
   std::vector<EncodedTensor> tensors;
   for (size_t i = 0; i < gathered.size(); ++i) attach(tensors, header["results"][i]["outputs"], check::to_host(gathered[i]));
   header["cpu"] = session.cpu_totals();
+  if (nlohmann::json gpu = session.gpu_totals(); !gpu.is_null()) header["gpu"] = std::move(gpu);
   reply(channel, header, tensors);
 }
 
@@ -304,6 +305,8 @@ void handle(Session& session, Channel& channel, Message& message) {
   const json& command = message.header;
   const std::string name = command.at("cmd");
   if (output_region) output_region->begin_command();
+  // The timing's commands, in its order; any other ends it.
+  if (name != "pool" && name != "warmup" && name != "flags" && name != "timed_calls") session.end_timing();
   if (name == "load") {
     json facts = session.load(command);
     facts["status"] = "ok";
