@@ -170,11 +170,26 @@ WorkerClient::Posted WorkerClient::send(const nlohmann::json& command, std::chro
   return posted;
 }
 
+worker::Received WorkerClient::receive(std::chrono::steady_clock::time_point deadline) {
+  const bool counted = cgroup_ && sandbox_limits_->cpu_seconds > 0;
+  for (;;) {
+    const auto tick = counted ? std::min(deadline, std::chrono::steady_clock::now() + kCpuLimitTick) : deadline;
+    worker::Received received = process_.receive(tick);
+    if (received.status != worker::Received::Status::timeout || tick == deadline) return received;
+    const std::optional<double> used = cgroup_->cpu_seconds();
+    if (used && *used >= static_cast<double>(sandbox_limits_->cpu_seconds)) {
+      cpu_limit_reached_ = true;
+      received.status = worker::Received::Status::closed;
+      return received;
+    }
+  }
+}
+
 Reply WorkerClient::await(const Posted& posted, Outputs outputs) {
   const std::string& what = posted.what;
   worker::Received received;
   try {
-    received = process_.receive(posted.deadline);
+    received = receive(posted.deadline);
   } catch (const worker::ChannelClosed&) {
     received.status = worker::Received::Status::closed;
   } catch (const worker::ChannelTimeout&) {
@@ -193,8 +208,9 @@ Reply WorkerClient::await(const Posted& posted, Outputs outputs) {
     if (sandbox_limits_ && !answered_ && !status.signaled && status.code == sandbox::kSetupFailedExit) {
       throw WorkerLost("sandbox", "the candidate's sandbox could not be set up: " + process_.log_tail());
     }
-    std::string note =
-        sandbox_limits_ ? sandbox::explain_exit(status.signaled, status.code, status.cpu_seconds, *sandbox_limits_) : "";
+    std::string note = cpu_limit_reached_ ? sandbox::explain_cgroup_cpu(*sandbox_limits_)
+                       : sandbox_limits_  ? sandbox::explain_exit(status.signaled, status.code, status.cpu_seconds, *sandbox_limits_)
+                                          : "";
     if (note.empty() && cgroup_ && cgroup_->oom_kills() > 0) note = sandbox::explain_cgroup_memory(*sandbox_limits_);
     throw WorkerLost("crash", with_note("worker process " + status.describe() + " during '" + what + "'" +
                                             (received.error.empty() ? "" : " (" + received.error + ")"),

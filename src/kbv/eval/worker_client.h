@@ -126,6 +126,12 @@ class WorkerClient {
   };
   Posted send(const nlohmann::json& command, std::chrono::duration<double> timeout, const Attachments& attachments = {});
   Reply await(const Posted& posted, Outputs outputs);
+  // The worker's next message, or why none came by `deadline`. Where the sandbox's cgroup counts CPU
+  // time and a CPU limit is set, it is read every kCpuLimitTick meanwhile: RLIMIT_CPU stops each
+  // process at the limit alone, so the sandbox's processes past it together end the wait here
+  // (as a closed channel, cpu_limit_reached_ set; the caller kills the worker).
+  worker::Received receive(Deadline deadline);
+  static constexpr std::chrono::seconds kCpuLimitTick{1};
 
   std::shared_ptr<const worker::SharedRegion> region_;  // null when none could be made: blobs only
   worker::UniqueFd file_socket_;                         // the worker's kFileSocketFd is the other end (made with process_)
@@ -134,6 +140,7 @@ class WorkerClient {
   std::unique_ptr<sandbox::Cgroup> cgroup_;              // its sandbox's, removed after process_ is reaped
   worker::WorkerProcess process_;
   bool answered_ = false;  // a reply came: from then on anything that ends it is the worker's own doing
+  bool cpu_limit_reached_ = false;
   bool running_ = true;
   std::optional<Posted> posted_;
   std::optional<Reply> posted_reply_;  // the posted command's, once settled, for collect()

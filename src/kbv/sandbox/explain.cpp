@@ -48,6 +48,11 @@ std::string explain_cgroup_memory(const Limits& limits) {
          " for all its processes and memory together (--limit memory=): the kernel killed it";
 }
 
+std::string explain_cgroup_cpu(const Limits& limits) {
+  return "the sandbox reached its CPU-time limit of " + std::to_string(limits.cpu_seconds) +
+         " s for all its processes together (--limit cpu=): kbv ended it";
+}
+
 std::string explain_error(const std::string& message, const Limits& limits) {
   static const std::regex processes(R"(Resource temporarily unavailable|can't start new thread|BlockingIOError)");
   static const std::regex space(R"(No space left on device)");

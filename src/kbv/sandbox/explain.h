@@ -19,6 +19,8 @@ std::string explain_full_build_folder(std::uint64_t bytes);
 
 // For a worker whose sandbox's cgroup (cgroup.h) saw the kernel kill a process at its memory limit.
 std::string explain_cgroup_memory(const Limits& limits);
+// The sandbox's processes together passed the CPU-time limit, read from its cgroup (kbv ended it).
+std::string explain_cgroup_cpu(const Limits& limits);
 
 // For an error the worker reported: out of memory (host, or the GPU's where torch's report of it
 // fails on NVML), unable to start a process or thread, a file too large (where SIGXFSZ is
