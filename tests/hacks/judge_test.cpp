@@ -266,6 +266,10 @@ TEST(Judge, ADeviceLedgerThatLostRecordsIsUntimedWork) {
   json dropped = gpu_totals(0, 0.05, 1000);
   dropped["dropped"] = 5;
   EXPECT_TRUE(judge_untimed_device_work(dropped, gpu_totals(0, 0.3, 1000), kDetection));
+  // Lost in the reference's worker too: the ledger does not work on this machine.
+  json reference_lost = gpu_totals(0, 0.3, 1000);
+  reference_lost["covers_missing"] = 1000;
+  EXPECT_FALSE(judge_untimed_device_work(lost, reference_lost, kDetection));
 }
 
 TEST(Judge, ADeviceLedgerMissingOnlyInTheCandidateIsUntimedWork) {

@@ -125,5 +125,22 @@ TEST(GpuWorkAccounts, ALaunchSeenInOneFlushChargesWorkInTheNext) {
   EXPECT_NEAR(totals["outside_seconds"].get<double>(), 15e-6, 1e-12);
 }
 
+TEST(GpuWorkAccounts, LaunchesWithoutWorkAreForgottenASettleLater) {
+  GpuWorkAccounts accounts(kMain, true);
+  // A launch that put nothing on the device (it failed) before the first settle's call...
+  const std::vector<Launch> first = {{1, kMain, 10 * us}};
+  accounts.add_launches(first);
+  accounts.add_call({20 * us, 30 * us, std::nullopt});
+  accounts.settle({});
+  // ...is still known through the next settle, gone after it: work bearing its correlation later
+  // has no launch (a correlation CUPTI reused would otherwise charge it to kbv).
+  accounts.add_call({40 * us, 50 * us, std::nullopt});
+  accounts.settle({});
+  accounts.add_call({60 * us, 70 * us, std::nullopt});
+  const std::vector<DeviceWork> late = {{1, 80 * us, 90 * us}};
+  accounts.settle(late);
+  EXPECT_EQ(accounts.totals()["unknown_launches"], 1);
+}
+
 }  // namespace
 }  // namespace kbv::worker

@@ -254,6 +254,9 @@ std::optional<Finding> judge_untimed_work(const json& candidate, const json& bas
 std::optional<Finding> judge_untimed_device_work(const json& candidate, const json& baseline, const protocol::Detection& detection) {
   if (!candidate.is_object()) return std::nullopt;
   const bool baseline_recorded = baseline.is_object() && !baseline.contains("unavailable");
+  // The reference's worker is kbv's own: a ledger that loses its launch covers there does not work
+  // on this machine, and proves nothing of the candidate.
+  if (baseline_recorded && (baseline.value("covers_missing", 0L) > 0 || baseline.value("dropped", 0L) > 0)) return std::nullopt;
   if (candidate.contains("unavailable")) {
     if (!baseline_recorded) return std::nullopt;  // CUPTI records nothing on this machine
     return finding("untimed_work", "error",

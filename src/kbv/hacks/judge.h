@@ -62,8 +62,9 @@ std::optional<protocol::Finding> judge_untimed_work(const nlohmann::json& candid
 // after their end, and what other threads launched that ran between the calls. Allowed: a floor, a
 // share of the windows' seconds, and twice the reference's own per timed call. A ledger that lost
 // kbv's own launch covers or dropped records, or could not record in the candidate's process where
-// it could in the reference's, is the same finding: its work there cannot be accounted. `candidate`
-// and `baseline`: TimingResult::gpu of each.
+// it could in the reference's, is the same finding: its work there cannot be accounted. Nothing is
+// judged where the reference's ledger lost records too (CUPTI does not serve on that machine).
+// `candidate` and `baseline`: TimingResult::gpu of each.
 std::optional<protocol::Finding> judge_untimed_device_work(const nlohmann::json& candidate, const nlohmann::json& baseline,
                                                            const protocol::Detection& detection);
 

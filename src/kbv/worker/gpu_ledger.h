@@ -37,7 +37,8 @@ class GpuLedger {
   void leave_call();
   void timed(double seconds);
   // Charges everything recorded so far (the device's work must be done): the accounts' totals with
-  // "dropped" (records CUPTI had no room for), or {"unavailable": why}; null if never opened.
+  // "dropped" (records CUPTI had no room for) and "launch_records" (the launches' records read), or
+  // {"unavailable": why}; null if never opened.
   nlohmann::json totals();
 
  private:
@@ -47,7 +48,7 @@ class GpuLedger {
   std::optional<std::string> unavailable_;
   std::unique_ptr<GpuWorkAccounts> accounts_;
   CallMark call_;
-  std::uint64_t dropped_ = 0;
+  std::uint64_t dropped_ = 0, launch_records_ = 0;
 };
 
 }  // namespace kbv::worker

@@ -89,10 +89,14 @@ void GpuWorkAccounts::settle(std::span<const DeviceWork> work) {
       untimed_calls_ns_ += ns;
     }
   }
-  // A graph's launch has many records: its launch goes once all are charged.
+  // A graph's launch has many records: its launch goes once all are charged. Launches with no work
+  // (those that failed, copies to pageable memory CUPTI records apart) go a settle later: all work
+  // launched before the previous settle's calls has ended and been charged since.
   for (size_t i = 0; i < work.size(); ++i) {
     if (launch_of[i]) launches_.erase(work[i].correlation);
   }
+  std::erase_if(launches_, [&](const auto& entry) { return entry.second.at < settled_before_; });
+  if (!calls_.empty()) settled_before_ = calls_.front().begin;
   calls_.clear();
 }
 
