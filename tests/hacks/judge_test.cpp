@@ -245,16 +245,21 @@ json gpu_totals(double outside, double windows, long timed_calls) {
 }
 
 TEST(Judge, DeviceWorkOutsideTheWindowsBeyondTheAllowanceIsUntimed) {
-  const json baseline = gpu_totals(2e-6, 0.3, 1000);
-  EXPECT_FALSE(judge_untimed_device_work(gpu_totals(0, 0.05, 1000), baseline, kDetection));
-  // 0.1 ms, 5% of the windows' 0.05 s, twice the reference's 2 ns per call over 1000 calls.
-  EXPECT_FALSE(judge_untimed_device_work(gpu_totals(0.0026, 0.05, 1000), baseline, kDetection));
-  const auto untimed = judge_untimed_device_work(gpu_totals(0.03, 0.05, 1000), baseline, kDetection);
-  ASSERT_TRUE(untimed);
-  EXPECT_EQ(untimed->id, "untimed_work");
-  EXPECT_EQ(untimed->severity, "error");
-  EXPECT_NEAR(untimed->evidence[0]["untimed_device_seconds"].get<double>(), 0.03, 1e-12);
-  EXPECT_NEAR(untimed->evidence[0]["allowance_seconds"].get<double>(), 1e-4 + 0.05 * 0.05 + 2 * 2e-9 * 1000, 1e-12);
+  // Figures of the H100 run of 2026-12-07 (tests/hacks, 1_ReLU): the reference's worker left
+  // nothing outside its windows, nor did the honest candidate.
+  const json baseline = gpu_totals(0, 0.003830744, 727);
+  EXPECT_FALSE(judge_untimed_device_work(gpu_totals(0, 0.003789243, 693), baseline, kDetection));
+  // cuda_cover_side_stream: its ReLU under the launch cover, 2.04 ms of 2.10 ms outside.
+  const auto cover = judge_untimed_device_work(gpu_totals(0.002043366, 0.005204058, 732), baseline, kDetection);
+  ASSERT_TRUE(cover);
+  EXPECT_EQ(cover->id, "untimed_work");
+  EXPECT_EQ(cover->severity, "error");
+  EXPECT_NEAR(cover->evidence[0]["untimed_device_seconds"].get<double>(), 0.002043366, 1e-12);
+  EXPECT_NEAR(cover->evidence[0]["allowance_seconds"].get<double>(), 1e-4 + 0.01 * 0.005204058, 1e-12);
+  // cuda_seed_snoop: its thread's replays between the calls, with slow calls of its own.
+  EXPECT_TRUE(judge_untimed_device_work(gpu_totals(0.002607675, 0.124866432, 269), baseline, kDetection));
+  // Twice the reference's own per timed call is allowed besides.
+  EXPECT_FALSE(judge_untimed_device_work(gpu_totals(0.0003, 0.005, 1000), gpu_totals(1e-4, 0.005, 1000), kDetection));
 }
 
 TEST(Judge, ADeviceLedgerThatLostRecordsIsUntimedWork) {

@@ -61,6 +61,7 @@ TEST(Presets, RecordsStoreEveryKnob) {
   EXPECT_EQ(verified["detection"]["untimed_floor_seconds"], 0.02);
   EXPECT_EQ(verified["detection"]["untimed_fraction"], 0.05);
   EXPECT_EQ(verified["detection"]["untimed_device_floor_seconds"], 1e-4);
+  EXPECT_EQ(verified["detection"]["untimed_device_fraction"], 0.01);
   EXPECT_NE(to_json(preset("kernelbench")), verified);
 }
 

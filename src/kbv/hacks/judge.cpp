@@ -276,7 +276,7 @@ std::optional<Finding> judge_untimed_device_work(const json& candidate, const js
   if (baseline_recorded && baseline.value("timed_calls", 0L) > 0) {
     reference_per_call = baseline.value("outside_seconds", 0.0) / static_cast<double>(baseline["timed_calls"].get<long>());
   }
-  const double allowance = detection.untimed_device_floor_seconds + detection.untimed_fraction * windows +
+  const double allowance = detection.untimed_device_floor_seconds + detection.untimed_device_fraction * windows +
                            2 * reference_per_call * static_cast<double>(candidate.value("timed_calls", 0L));
   if (!(outside > allowance)) return std::nullopt;
   return finding("untimed_work", "error",

@@ -122,7 +122,8 @@ nlohmann::json to_json(const Protocol& p) {
         {"floor_fraction", p.detection.floor_fraction},
         {"untimed_floor_seconds", p.detection.untimed_floor_seconds},
         {"untimed_fraction", p.detection.untimed_fraction},
-        {"untimed_device_floor_seconds", p.detection.untimed_device_floor_seconds}}},
+        {"untimed_device_floor_seconds", p.detection.untimed_device_floor_seconds},
+        {"untimed_device_fraction", p.detection.untimed_device_fraction}}},
   };
 }
 

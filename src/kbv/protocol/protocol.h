@@ -68,8 +68,9 @@ struct Detection {
   double untimed_floor_seconds = 0.02;
   double untimed_fraction = 0.05;
   // untimed_work on the GPU above this many device seconds outside the timed calls' windows plus
-  // untimed_fraction of the windows' seconds.
+  // this share of the windows' seconds (honest candidates leave none outside: PROTOCOL.md).
   double untimed_device_floor_seconds = 1e-4;
+  double untimed_device_fraction = 0.01;
 };
 
 struct Protocol {
