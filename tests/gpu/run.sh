@@ -18,7 +18,8 @@
 # verified evaluations each of torch's own reduction and a custom one as candidates (stage `roles`:
 # the device-wide excess in the candidate's worker against the reference's), bench/sync_probe.py
 # (stage `sync`: that wait in plain processes, with and without copies to the host between samples),
-# bench/build_probe.sh on relu_vec4 (stage `buildpath`: one build alone, in a plain process as the
+# build-gpu/kbv_gpu_ledger_cost (stage `ledger`: what the timing's GPU ledger costs kbv's cycle per
+# timed call, bench/gpu_ledger_cost.cpp), bench/build_probe.sh on relu_vec4 (stage `buildpath`: one build alone, in a plain process as the
 # loop builds and through kbv compile, ~4 min), bench/build_priority_probe.py (stage `priority`: a
 # sleeping thread's wake-up and 200 us of work after it, beside compilers on every core at their
 # normal priority and at SCHED_IDLE, as kbv run's builds) and
@@ -105,6 +106,8 @@ for stage in $stages; do
         done
       done
       python3 bench/excess.py "$out"/roles/*.json | tee "$out/roles.txt" ;;
+    ledger)
+      "$root/build-gpu/kbv_gpu_ledger_cost" 15 | tee "$out/ledger.txt" || status=1 ;;
     buildpath)
       bash bench/build_probe.sh cuda bench/suite/candidates/1_ReLU/relu_vec4.py | tee "$out/buildpath.txt" || status=1 ;;
     priority)
