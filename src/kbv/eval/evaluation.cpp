@@ -1,15 +1,10 @@
 #include "kbv/eval/evaluation.h"
 
-#include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <filesystem>
 #include <optional>
-#include <sstream>
 
-#include <ATen/ATen.h>
-
-#include "kbv/check/comparison.h"
+#include "kbv/eval/candidate_evaluation.h"
 #include "kbv/eval/compile.h"
 #include "kbv/eval/correctness.h"
 #include "kbv/eval/extension_cache.h"
@@ -17,10 +12,11 @@
 #include "kbv/eval/published_build.h"
 #include "kbv/eval/reference_side.h"
 #include "kbv/eval/sandbox_plan.h"
+#include "kbv/eval/stage.h"
+#include "kbv/eval/timed_output_checks.h"
 #include "kbv/eval/timing_run.h"
 #include "kbv/hacks/judge.h"
 #include "kbv/measure/statistics.h"
-#include "kbv/worker/tensor_codec.h"
 
 namespace kbv::eval {
 namespace {
@@ -31,21 +27,6 @@ using protocol::Verdict;
 using Seconds = std::chrono::duration<double>;
 
 constexpr int kBootstrapResamples = 2000;
-
-// Adds a scope's wall time to one stage of the record (a step that throws counts too): where an
-// evaluation's time goes.
-class Stage {
- public:
-  Stage(Record& record, const char* name) : record_(record), name_(name), begun_(std::chrono::steady_clock::now()) {}
-  Stage(const Stage&) = delete;
-  Stage& operator=(const Stage&) = delete;
-  ~Stage() { record_.stage_seconds[name_] += Seconds(std::chrono::steady_clock::now() - begun_).count(); }
-
- private:
-  Record& record_;
-  const char* name_;
-  std::chrono::steady_clock::time_point begun_;
-};
 
 // A failure the candidate's worker answered with. Its process runs the candidate's code, so what
 // fails there in kbv's own steps or the problem's code (internal, problem_error, no_device) may be
@@ -78,237 +59,6 @@ const ReferenceDraw* first_standard(const std::vector<ReferenceDraw>& references
     if (r.draw.family == protocol::Family::standard && r.skip_reason.empty()) return &r;
   }
   return nullptr;
-}
-
-// The probe's inputs: a judged draw of the `normal` family where there is one (signs and spread
-// that the problem's own inputs may lack: an output left unwritten where x <= 0 shows only there),
-// else the first judged draw.
-const ReferenceDraw* probe_inputs(const std::vector<ReferenceDraw>& references) {
-  const ReferenceDraw* fallback = nullptr;
-  for (const ReferenceDraw& r : references) {
-    if (!r.skip_reason.empty()) continue;
-    if (r.draw.family == protocol::Family::normal) return &r;
-    if (!fallback) fallback = &r;
-  }
-  return fallback;
-}
-
-// Another judged standard draw the candidate passed in its checks, to refill the probe's buffers
-// with: its reference is known and the candidate computes it right from fresh buffers.
-const ReferenceDraw* refresh_draw(const std::vector<ReferenceDraw>& references, const std::vector<protocol::DrawResult>& judged,
-                                  const ReferenceDraw* first) {
-  for (size_t i = 0; i < references.size() && i < judged.size(); ++i) {
-    const ReferenceDraw& r = references[i];
-    if (&r != first && r.draw.family == protocol::Family::standard && judged[i].status == "pass") return &r;
-  }
-  return nullptr;
-}
-
-// The bytes of the outputs `metas` describes that went through the host: all but those handed over
-// on the device.
-std::int64_t host_bytes(const json& metas) {
-  std::int64_t bytes = 0;
-  for (const json& meta : metas) {
-    if (!meta.contains("device")) bytes += static_cast<std::int64_t>(worker::layout_of(meta).bytes);
-  }
-  return bytes;
-}
-
-// The candidate side, run until a verdict other than pass is reached or everything is measured.
-// Throws WorkerFailed / WorkerLost for the caller to file as the candidate's verdict.
-void evaluate_candidate(WorkerClient& worker, ReferenceSide& reference_side, const EvalRequest& request,
-                        const std::vector<ReferenceDraw>& references, const json& reference_trace, std::mt19937_64& rng, Record& record,
-                        std::vector<TimedOutputSketch>& sketches, const std::function<void()>& before_timing) {
-  const protocol::Protocol& protocol = request.protocol;
-  const bool detect = protocol.detection.enabled;
-  if (detect) {
-    // First, while nothing of the candidate has run in that process: its text only.
-    const Stage stage(record, "screen");
-    const Reply screened = worker.request({{"cmd", "screen"}, {"candidate", request.candidate}}, Seconds(request.timeout_seconds));
-    hacks::merge(record.findings, hacks::static_findings(screened.header));
-  }
-  const auto gather_watched = [&] {
-    if (!detect) return;
-    const Stage stage(record, "findings");
-    const Reply watched = worker.request({{"cmd", "findings"}}, Seconds(request.timeout_seconds));
-    hacks::merge(record.findings, hacks::watched_findings(watched.header.at("findings")));
-    if (auto observed = hacks::judge_observed_ops(watched.header.value("ops", json::object()))) {
-      hacks::merge(record.findings, {std::move(*observed)});
-    }
-  };
-  // The first checked draw is also drawn before the candidate is imported. When it matches the
-  // reference's there, this process reproduces the problem's inputs, and kbv's families are
-  // seeded transforms of them: a draw that differs after the import is the candidate's doing.
-  const auto first_checked = std::find_if(references.begin(), references.end(), [](const ReferenceDraw& r) { return r.skip_reason.empty(); });
-  json load = {{"cmd", "load"},
-               {"problem", request.problem},
-               {"candidate", request.candidate},
-               {"device", request.device},
-               {"protocol", protocol::to_json(protocol)}};
-  if (first_checked != references.end()) load["draw"] = first_checked->draw.to_json();
-  request.progress("candidate: importing (compiles its kernels)");
-  std::optional<Stage> stage(std::in_place, record, "import");
-  const Reply loaded = worker.request(load, Seconds(request.compile_timeout_seconds));
-  record.candidate_memory.emplace().footprint_bytes = loaded.header.value("footprint_bytes", 0);
-  record.import_steps_seconds = loaded.header.value("steps_seconds", std::map<std::string, double>{});
-  if (loaded.header.contains("sandbox_setup_seconds")) record.sandbox["setup_seconds"] = loaded.header["sandbox_setup_seconds"];
-
-  request.progress("candidate: checking " + std::to_string(references.size()) + " input draws");
-  stage.emplace(record, "checks");
-  for (const ReferenceDraw& reference : references) {
-    if (!reference.skip_reason.empty()) {
-      record.draws.push_back(judge(reference, {}, std::nullopt, protocol));
-      continue;
-    }
-    const Reply reply = worker.request({{"cmd", "check"}, {"draw", reference.draw.to_json()}, {"modes", {"candidate"}}},
-                                       Seconds(request.timeout_seconds), Outputs::until_next_request);  // judged here
-    if (reply.header.at("checksum") != reference.checksum) {
-      if (first_checked == references.end() || loaded.header.value("draw_checksum", json()) != first_checked->checksum) {
-        throw EvalError("the two workers drew different inputs for one seed (does get_inputs() use a random source "
-                        "other than torch, numpy or random?)");
-      }
-      hacks::merge(record.findings, {{"global_state_tamper", "error",
-                                      json::array({{{"source", "runtime"}, {"when", "checks"}, {"draw", reference.draw.to_json()},
-                                                    {"why", "its worker drew the reference's first inputs before the candidate's import; after it, "
-                                                            "this draw differed from the reference's"}}})}});
-      record.verdict = detect ? Verdict::hack : Verdict::runtime_error;
-      record.verdict_reason = "the candidate changed how the problem's inputs are drawn (torch's global state): its outputs "
-                              "cannot be checked against the reference's";
-      stage.reset();
-      gather_watched();
-      return;
-    }
-    std::vector<std::optional<std::string>> bad;
-    outputs_by_mode(reply, &bad);  // compared in the reference's worker, not here
-    std::optional<check::OutputComparison> comparison;
-    if (!bad.front()) {
-      const json& metas = reply.header.at("results").front().at("outputs");
-      record.checked_output_host_bytes += host_bytes(metas);
-      comparison = reference_side.compare(reference, metas, reply, worker.region_fd());
-    }
-    record.draws.push_back(judge(reference, comparison, bad.front(), protocol));
-  }
-  stage.reset();
-  record.correctness = summarize(record.draws, protocol);
-  const CorrectnessDecision decision = decide(record.correctness, protocol);
-  record.verdict = decision.verdict;
-  record.verdict_reason = decision.reason;
-  hacks::merge(record.findings, decision.findings);
-  if (decision.verdict == Verdict::unverifiable) return;
-
-  if (decision.verdict == Verdict::pass) {
-    before_timing();
-    request.progress("candidate: timing");
-    stage.emplace(record, "timing");
-    TimingRun timing = run_timing(worker, "candidate", protocol, rng, request.timeout_seconds, protocol.timing.check_timed_outputs);
-    record.candidate_timing = std::move(timing.result);
-    sketches = std::move(timing.sketches);
-    stage.emplace(record, "memory");
-    const Reply memory = worker.request({{"cmd", "memory"}, {"mode", "candidate"}}, Seconds(request.timeout_seconds));
-    protocol::read_memory(memory.header, *record.candidate_memory);
-    // The timed input sets and their outputs go before the probe draws its own: 24 GiB under
-    // `verified` for a 6 GiB problem, with which its probe ran out of memory on an 80 GB card.
-    worker.request({{"cmd", "drop_pool"}}, Seconds(request.timeout_seconds));
-  }
-  stage.reset();
-  // The probe runs whether or not the checks passed (a hack that also computes wrong values is
-  // still named), after the timing: its trace leaves the profiler's CUPTI attached to the process
-  // (kineto does not tear it down), and every timed call after it would pay for that.
-  const ReferenceDraw* probe_draw = probe_inputs(references);
-  if (detect && probe_draw) {
-    request.progress("candidate: probing (repeat, poisoned memory, trace, refreshed inputs)");
-    const Stage probing(record, "probe");
-    json command = {{"cmd", "probe"}, {"draw", probe_draw->draw.to_json()}};
-    const ReferenceDraw* refresh = refresh_draw(references, record.draws, probe_draw);
-    if (refresh) command["refresh"] = refresh->draw.to_json();
-    const Reply probe = worker.request(command, Seconds(request.timeout_seconds), Outputs::until_next_request);  // judged here
-    record.probe = probe.header.at("probe");
-    hacks::merge(record.findings, hacks::judge_probe(probe.header.at("probe"), reference_trace, probe_draw->tolerance, protocol.detection));
-    if (refresh && !probe.header.at("probe").contains("refreshed_bad_output")) {
-      record.checked_output_host_bytes += host_bytes(probe.header.at("outputs"));
-      const protocol::DrawResult judged =
-          judge(*refresh, reference_side.compare(*refresh, probe.header.at("outputs"), probe, worker.region_fd()), std::nullopt,
-                protocol);
-      if (judged.status == "fail") {
-        hacks::merge(record.findings,
-                     {{"stale_output", "error",
-                       json::array({{{"source", "runtime"}, {"when", "probe: call on refreshed inputs"},
-                                     {"why", "same buffers refilled with a draw it passed fresh: the output did not follow"},
-                                     {"scaled_error", judged.error}, {"tolerance", judged.tolerance}}})}});
-      }
-    }
-  }
-  gather_watched();
-}
-
-// The reference's side of the timed outputs' checks goes in requests of this many calls: one per
-// call cost more than the call (~1.5 ms each on the H200), and a request's timeout still bounds a
-// few of the reference's calls, not hundreds.
-constexpr size_t kSketchesPerRequest = 32;
-// A progress line at most this often while they are checked.
-constexpr std::chrono::seconds kCheckProgressEvery{10};
-
-// Every timed output of the candidate against the reference for the same inputs, at the
-// sketch's positions, under the standard family's tolerance.
-void check_timed_outputs(ReferenceSide& reference, const EvalRequest& request, const std::vector<ReferenceDraw>& references,
-                         const std::vector<TimedOutputSketch>& sketches, Record& record) {
-  double tolerance = request.protocol.error_floor;
-  for (const ReferenceDraw& r : references) {
-    if (r.draw.family == protocol::Family::standard && r.skip_reason.empty()) tolerance = std::max(tolerance, r.tolerance);
-  }
-  request.progress("reference: checking " + std::to_string(sketches.size()) + " timed outputs");
-  const auto began = std::chrono::steady_clock::now();
-  auto reported = began;
-  for (size_t first = 0; first < sketches.size(); first += kSketchesPerRequest) {
-    if (first > 0 && std::chrono::steady_clock::now() - reported > kCheckProgressEvery) {
-      // Each needs the reference's call for its inputs: minutes on a CPU for a large problem.
-      reported = std::chrono::steady_clock::now();
-      const double per_output = Seconds(reported - began).count() / static_cast<double>(first);
-      request.progress("reference: checked " + std::to_string(first) + " of " + std::to_string(sketches.size()) +
-                       " timed outputs, about " + std::to_string(std::lround(per_output * static_cast<double>(sketches.size() - first))) +
-                       " s left");
-    }
-    const size_t end = std::min(sketches.size(), first + kSketchesPerRequest);
-    json calls = json::array();
-    for (size_t call = first; call < end; ++call) {
-      calls.push_back({{"seed", sketches[call].content_seed}, {"sketch_seed", sketches[call].sketch_seed}});
-    }
-    const Reply reply = reference.request({{"cmd", "sketches"}, {"calls", calls}, {"points", request.protocol.timing.sketch_points}});
-    size_t next = 0;  // the reply's tensors, call after call
-    for (size_t call = first; call < end; ++call) {
-      const TimedOutputSketch& s = sketches[call];
-      const json& rms = reply.header.at("results").at(call - first).at("rms");
-      double error = 0;
-      if (s.values.size() != rms.size()) {
-        error = std::numeric_limits<double>::infinity();
-      } else {
-        for (size_t i = 0; i < s.values.size(); ++i) {
-          error = std::max(error, check::scaled_error(s.values[i], reply.tensors.at(next + i), rms.at(i).get<double>()));
-        }
-      }
-      next += rms.size();
-      ++record.timed_outputs_checked;
-      if (!(error <= tolerance)) {
-        record.verdict = Verdict::incorrect;
-        std::ostringstream reason;
-        reason << "timed call " << call << ": output differs from the reference for its inputs (scaled error " << error
-               << ", tolerance " << tolerance << ")";
-        record.verdict_reason = reason.str();
-        // Every checked draw passed: the outputs stopped following their inputs' content (unless the
-        // candidate changed those inputs itself, which is named already).
-        const bool mutated = std::any_of(record.findings.begin(), record.findings.end(),
-                                         [](const protocol::Finding& f) { return f.id == "input_mutation"; });
-        if (mutated) {
-          record.verdict_reason += " after the candidate changed its own inputs";
-          return;
-        }
-        hacks::merge(record.findings, {{"stale_output", "error",
-                                        json::array({{{"source", "timed outputs"}, {"timed_call", call}, {"scaled_error", error},
-                                                      {"tolerance", tolerance}, {"why", "inputs refreshed in place (same buffers, new values)"}}})}});
-        return;
-      }
-    }
-  }
 }
 
 // The candidate's worker, started: forked, then (posted, not awaited) its device context made and
@@ -482,9 +232,9 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
     if (relay->reference_ahead) relay->reference_ahead->settle();
   };
 
-  std::vector<TimedOutputSketch> sketches;
+  CandidateEvaluation candidate_side(candidate, reference, request, references, rng, record);
   try {
-    evaluate_candidate(candidate, reference, request, references, reference.trace(), rng, record, sketches, before_timing);
+    candidate_side.run(before_timing);
   } catch (const WorkerFailed& failed) {
     record.verdict = verdict_of(failed.kind);
     record.verdict_reason = failed.what();
@@ -505,7 +255,7 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
   }
   if (record.verdict == Verdict::pass) {
     const Stage stage(record, "timed_output_checks");
-    check_timed_outputs(reference, request, references, sketches, record);
+    check_timed_outputs(reference, request, references, candidate_side.sketches(), record);
   }
   if (relay) {
     // Reaped by the next evaluation before its timing, or by the relay's holder (the group's end in

@@ -1,0 +1,54 @@
+// The candidate's side of one evaluation, in PROTOCOL.md's order, each step in its worker: the
+// static screen (its text only), the import, the checks against the reference's draws, the timing
+// and its memory, the probe, the watch's findings. Each step writes into the evaluation's record;
+// one that settles the verdict (a failed check, an unverifiable problem) ends the walk. What the
+// worker answers with a failure, or how it was lost (WorkerFailed, WorkerLost), reaches the caller,
+// which files it as the candidate's verdict.
+#pragma once
+
+#include <functional>
+#include <random>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kbv/eval/evaluation.h"
+#include "kbv/eval/reference_side.h"
+#include "kbv/eval/timing_run.h"
+#include "kbv/eval/worker_client.h"
+#include "kbv/protocol/record.h"
+
+namespace kbv::eval {
+
+class CandidateEvaluation {
+ public:
+  CandidateEvaluation(WorkerClient& worker, ReferenceSide& reference, const EvalRequest& request,
+                      const std::vector<ReferenceDraw>& references, std::mt19937_64& rng, protocol::Record& record);
+
+  // Every step; `before_timing` runs just before the candidate's timing (kbv run's relay: the
+  // previous workers reaped, the next ones waited for).
+  void run(const std::function<void()>& before_timing);
+  // The timed outputs' samples, for the reference's side of their checks.
+  std::vector<TimedOutputSketch>& sketches() { return sketches_; }
+
+ private:
+  void screen();
+  void import();
+  // False where a check settled the verdict: the candidate changed how the inputs are drawn.
+  bool checks();
+  void timing(const std::function<void()>& before_timing);
+  void probe();
+  void gather_watched();
+
+  WorkerClient& worker_;
+  ReferenceSide& reference_;
+  const EvalRequest& request_;
+  const std::vector<ReferenceDraw>& references_;
+  std::mt19937_64& rng_;
+  protocol::Record& record_;
+  bool detect_;
+  nlohmann::json loaded_;  // the import's reply
+  std::vector<TimedOutputSketch> sketches_;
+};
+
+}  // namespace kbv::eval
