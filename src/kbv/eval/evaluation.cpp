@@ -61,6 +61,51 @@ const ReferenceDraw* first_standard(const std::vector<ReferenceDraw>& references
   return nullptr;
 }
 
+// The parent's judgements once both sides are measured: the physical floor, work outside the
+// timed calls (CPU and device), the findings settled into the verdict, the speedup with its
+// interval (taken over rounds where the calls were uneven and that is lower).
+void judge_measured(Record& record, const protocol::Protocol& protocol, std::optional<double> copy_seconds,
+                    std::int64_t output_bytes) {
+  if (copy_seconds && record.candidate_timing) {
+    if (auto anomaly = hacks::judge_floor(record.candidate_timing->seconds, *copy_seconds, output_bytes, protocol.detection)) {
+      hacks::merge(record.findings, {*anomaly});
+    }
+  }
+  if (protocol.detection.enabled && record.candidate_timing) {
+    if (auto untimed = hacks::judge_untimed_work(record.candidate_timing->cpu, record.baseline ? record.baseline->cpu : json(),
+                                                 protocol.detection)) {
+      hacks::merge(record.findings, {std::move(*untimed)});
+    }
+    if (auto untimed = hacks::judge_untimed_device_work(record.candidate_timing->gpu,
+                                                        record.baseline ? record.baseline->gpu : json(), protocol.detection)) {
+      hacks::merge(record.findings, {std::move(*untimed)});
+    }
+  }
+  if (protocol.detection.enabled) hacks::settle(record);
+
+  if (record.baseline && record.candidate_timing && record.candidate_timing->seconds > 0) {
+    record.speedup = record.baseline->seconds / record.candidate_timing->seconds;
+    if (protocol.timing.use_median) {
+      const auto ci = measure::bootstrap_ratio_of_medians(record.baseline->samples, record.candidate_timing->samples,
+                                                          kBootstrapResamples, /*seed=*/0);
+      record.speedup_ci_low = ci.low;
+      record.speedup_ci_high = ci.high;
+    }
+    if (protocol.detection.enabled) {
+      if (auto uneven = hacks::judge_uneven_calls(record.baseline->samples, record.candidate_timing->samples,
+                                                  protocol.timing.pool_sets)) {
+        const double over_rounds = uneven->evidence[0].at("speedup_over_rounds");
+        if (over_rounds < *record.speedup) {  // the median's interval no longer describes it
+          record.speedup = over_rounds;
+          record.speedup_ci_low.reset();
+          record.speedup_ci_high.reset();
+        }
+        hacks::merge(record.findings, {std::move(*uneven)});
+      }
+    }
+  }
+}
+
 // The candidate's worker, started: forked, then (posted, not awaited) its device context made and
 // the kernels of kbv's own steps loaded (worker/kernel_warmup.h). In a sandbox it gets a private
 // build folder with a checked copy of its content's published build (published_build.h); with
@@ -82,6 +127,25 @@ std::unique_ptr<WorkerClient> start_candidate_worker(const EvalRequest& request,
   worker->post({{"cmd", "device"}, {"device", request.device}, {"protocol", protocol::to_json(request.protocol)}},
                Seconds(request.timeout_seconds));
   return worker;
+}
+
+// The next candidate's worker, and the next problem's reference side, started beside this
+// evaluation's untimed steps and waited for before its timing (kbv run).
+void start_next(WorkerRelay& relay) {
+  if (relay.next) {
+    try {
+      relay.ready = start_candidate_worker(*relay.next, /*only_if_built=*/true);
+    } catch (const std::exception&) {
+      // Its own evaluation starts it again, and files what fails then.
+    }
+  }
+  if (relay.next_reference && !relay.reference_ahead) {
+    try {
+      relay.reference_ahead = std::make_unique<ReferenceSide>(*relay.next_reference, ReferenceSide::Start::posted);
+    } catch (const std::exception&) {
+      // The next problem's evaluations start it again, and file what fails then.
+    }
+  }
 }
 
 // In a sandbox, the candidate content's build, published before its evaluation's worker starts:
@@ -208,22 +272,8 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
     }
   }
 
-  // Nothing timed is left before the candidate's own timing: the next candidate's worker, and the
-  // next problem's reference side, start now and are waited for before that timing (kbv run).
-  if (relay && relay->next) {
-    try {
-      relay->ready = start_candidate_worker(*relay->next, /*only_if_built=*/true);
-    } catch (const std::exception&) {
-      // Its own evaluation starts it again, and files what fails then.
-    }
-  }
-  if (relay && relay->next_reference && !relay->reference_ahead) {
-    try {
-      relay->reference_ahead = std::make_unique<ReferenceSide>(*relay->next_reference, ReferenceSide::Start::posted);
-    } catch (const std::exception&) {
-      // The next problem's evaluations start it again, and file what fails then.
-    }
-  }
+  // Nothing timed is left before the candidate's own timing: the next workers start now.
+  if (relay) start_next(*relay);
   const auto before_timing = [&] {
     reap_previous();
     if (!relay || (!relay->ready && !relay->reference_ahead)) return;
@@ -267,45 +317,8 @@ Record evaluate(const EvalRequest& request, ReferenceSide& reference, WorkerRela
     candidate.shutdown();
     record.candidate_log = candidate.log_tail();
   }
-  if (copy_seconds && record.candidate_timing) {
-    if (auto anomaly = hacks::judge_floor(record.candidate_timing->seconds, *copy_seconds, output_bytes, protocol.detection)) {
-      hacks::merge(record.findings, {*anomaly});
-    }
-  }
-  if (protocol.detection.enabled && record.candidate_timing) {
-    if (auto untimed = hacks::judge_untimed_work(record.candidate_timing->cpu, record.baseline ? record.baseline->cpu : json(),
-                                                 protocol.detection)) {
-      hacks::merge(record.findings, {std::move(*untimed)});
-    }
-    if (auto untimed = hacks::judge_untimed_device_work(record.candidate_timing->gpu,
-                                                        record.baseline ? record.baseline->gpu : json(), protocol.detection)) {
-      hacks::merge(record.findings, {std::move(*untimed)});
-    }
-  }
-  if (protocol.detection.enabled) hacks::settle(record);
+  judge_measured(record, protocol, copy_seconds, output_bytes);
   record.reference_log = reference.log_tail();
-
-  if (record.baseline && record.candidate_timing && record.candidate_timing->seconds > 0) {
-    record.speedup = record.baseline->seconds / record.candidate_timing->seconds;
-    if (protocol.timing.use_median) {
-      const auto ci = measure::bootstrap_ratio_of_medians(record.baseline->samples, record.candidate_timing->samples,
-                                                          kBootstrapResamples, /*seed=*/0);
-      record.speedup_ci_low = ci.low;
-      record.speedup_ci_high = ci.high;
-    }
-    if (protocol.detection.enabled) {
-      if (auto uneven = hacks::judge_uneven_calls(record.baseline->samples, record.candidate_timing->samples,
-                                                  protocol.timing.pool_sets)) {
-        const double over_rounds = uneven->evidence[0].at("speedup_over_rounds");
-        if (over_rounds < *record.speedup) {  // the median's interval no longer describes it
-          record.speedup = over_rounds;
-          record.speedup_ci_low.reset();
-          record.speedup_ci_high.reset();
-        }
-        hacks::merge(record.findings, {std::move(*uneven)});
-      }
-    }
-  }
   record.wall_seconds = Seconds(std::chrono::steady_clock::now() - started).count();
   return record;
 }
