@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kbv_runner.h"
-#include "support/remove_tree.h"
+#include "kbv/common/remove_tree.h"
 #include "support/scoped_environment.h"
 
 namespace {
@@ -379,7 +379,7 @@ TEST(BuildCache, APublishedBuildThatDiffersFromItsManifestIsBuiltAgain) {
   EXPECT_EQ(r.record.value("verdict", "?"), "pass") << r.err;
   EXPECT_NE(r.err.find("does not match its manifest"), std::string::npos) << r.err;
   for (const fs::path& build : elementwise_builds(cache_folder() / "builds")) EXPECT_FALSE(fs::exists(build / "lock")) << build;
-  kbv::testing::remove_tree(cache);
+  kbv::remove_tree(cache);
 }
 
 // A build that failed with the compiler's own error leaves its log in the content's cache folder:

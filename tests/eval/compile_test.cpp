@@ -12,7 +12,7 @@
 
 #include "kbv/eval/evaluation.h"
 #include "kbv/protocol/protocol.h"
-#include "support/remove_tree.h"
+#include "kbv/common/remove_tree.h"
 
 namespace kbv::eval {
 namespace {
@@ -24,7 +24,7 @@ std::filesystem::path scratch() {
 
 class Compile : public ::testing::Test {
  protected:
-  static void TearDownTestSuite() { kbv::testing::remove_tree(scratch()); }
+  static void TearDownTestSuite() { kbv::remove_tree(scratch()); }
 };
 
 // The policy the candidate's import saw: it raises with its name.

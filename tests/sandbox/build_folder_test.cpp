@@ -19,7 +19,7 @@
 
 #include "kbv/common/sha256.h"
 #include "kbv/sandbox/enter.h"
-#include "support/remove_tree.h"
+#include "kbv/common/remove_tree.h"
 
 namespace kbv::sandbox {
 namespace {
@@ -34,7 +34,7 @@ class BuildFolderTest : public ::testing::Test {
     if (geteuid() != 0) GTEST_SKIP() << "needs root, as the sandbox does";
     fs::create_directories(scratch());
   }
-  static void TearDownTestSuite() { kbv::testing::remove_tree(scratch()); }
+  static void TearDownTestSuite() { kbv::remove_tree(scratch()); }
 };
 
 void write(const fs::path& path, const std::string& text) {

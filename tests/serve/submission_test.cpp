@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "support/remove_tree.h"
+#include "kbv/common/remove_tree.h"
 
 namespace kbv::serve {
 namespace {
@@ -33,13 +33,13 @@ class Submissions : public ::testing::Test {
  protected:
   void SetUp() override {
     root_ = fs::temp_directory_path() / ("kbv-submission-test-" + std::to_string(getpid()));
-    kbv::testing::remove_tree(root_.string());
+    kbv::remove_tree(root_.string());
     fs::create_directories(root_ / "problems" / "level1");
     std::ofstream(root_ / "problems" / "level1" / "19_ReLU.py") << kProblem;
     std::ofstream(root_ / "outside.py") << kProblem;
     intake_ = {(root_ / "files").string(), ""};
   }
-  void TearDown() override { kbv::testing::remove_tree(root_.string()); }
+  void TearDown() override { kbv::remove_tree(root_.string()); }
 
   // The message the request is refused with ("" if it is taken).
   std::string refusal(const json& body, const Intake& intake) {

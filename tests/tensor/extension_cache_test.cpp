@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "support/remove_tree.h"
+#include "kbv/common/remove_tree.h"
 #include "support/scoped_environment.h"
 
 namespace kbv::eval {
@@ -27,7 +27,7 @@ fs::path scratch() { return fs::temp_directory_path() / ("kbv_extension_cache_te
 // Removes the scratch folder after the suite.
 class ExtensionCache : public ::testing::Test {
  protected:
-  static void TearDownTestSuite() { kbv::testing::remove_tree(scratch()); }
+  static void TearDownTestSuite() { kbv::remove_tree(scratch()); }
 };
 
 fs::path write_candidate(const std::string& name, const std::string& text) {

@@ -1,6 +1,5 @@
 #include "kbv/eval/published_build.h"
 
-#include <ftw.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -9,6 +8,8 @@
 #include <iostream>
 #include <stdexcept>
 #include <system_error>
+
+#include "kbv/common/remove_tree.h"
 
 namespace kbv::eval {
 namespace {
@@ -22,12 +23,6 @@ constexpr const char* kFiles = "files";
 std::string beside(const std::string& dir, const char* what) {
   static std::atomic<int> count{0};
   return dir + "." + what + "-" + std::to_string(getpid()) + "-" + std::to_string(count++);
-}
-
-// By nftw, not std::filesystem::remove_all, which resolves to libtorch's own copy here and crashes.
-void remove_tree(const std::string& root) {
-  nftw(root.c_str(), [](const char* path, const struct stat*, int, struct FTW*) { return std::remove(path); }, 16,
-       FTW_DEPTH | FTW_PHYS);
 }
 
 }  // namespace
