@@ -5,10 +5,11 @@ ifeq ($(origin PYTHON), undefined)
 PYTHON := $(shell scripts/python-env.sh)
 endif
 BUILD ?= build
+SANITIZE_BUILD ?= build-sanitize
 JOBS ?= $(shell nproc)
 DEVICE ?= $(shell $(PYTHON) -c 'import torch; print("cuda" if torch.cuda.is_available() else "cpu")' 2>/dev/null || echo cpu)
 
-.PHONY: build test demo deps test-deps clean
+.PHONY: build test test-sanitize demo deps test-deps clean
 
 deps:
 	@scripts/install-deps.sh
@@ -22,11 +23,17 @@ $(BUILD)/build.ninja: CMakeLists.txt | deps
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-test: build test-deps
+test: build test-deps test-sanitize
 	cd $(BUILD) && ctest --output-on-failure
+
+# The core tests (no torch in their process) under AddressSanitizer and UndefinedBehaviorSanitizer.
+test-sanitize: deps
+	cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DPython3_EXECUTABLE=$(PYTHON) -DKBV_SANITIZE=ON
+	cmake --build $(SANITIZE_BUILD) -j $(JOBS) --target kbv_core_tests
+	$(SANITIZE_BUILD)/tests/kbv_core_tests --gtest_brief=1
 
 demo: build
 	examples/demo.sh $(DEVICE)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(SANITIZE_BUILD)
