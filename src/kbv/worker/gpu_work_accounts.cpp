@@ -29,44 +29,40 @@ std::uint64_t GpuWorkAccounts::outside(const DeviceWork& work, std::span<const W
 }
 
 void GpuWorkAccounts::settle(std::span<const DeviceWork> work) {
-  // Whose each record is: kbv's, a call's (its index) or foreign.
+  // Whose each record is: kbv's, a call's (its index) or foreign. Each timed call's window opens
+  // where kbv's last launch before it (the launch cover) ended: cover[c], a record's index.
   std::vector<long> owner(work.size(), kForeign);
   std::vector<const Launch*> launch_of(work.size(), nullptr);
+  std::vector<long> cover(calls_.size(), -1);
   for (size_t i = 0; i < work.size(); ++i) {
     const auto found = launches_.find(work[i].correlation);
     if (found == launches_.end()) {
       ++unknown_launches_;
       continue;
     }
-    launch_of[i] = &found->second;
-    if (found->second.thread != main_thread_) continue;
-    // The last call that began before the launch: inside it, or kbv's step after it.
-    const auto after = std::upper_bound(calls_.begin(), calls_.end(), found->second.at,
-                                        [](std::uint64_t at, const CallMark& call) { return at < call.begin; });
-    owner[i] = after != calls_.begin() && found->second.at <= std::prev(after)->end ? std::prev(after) - calls_.begin() : kKbv;
-  }
-  // Each timed call's window opens where kbv's last launch before it (the launch cover) ended.
-  std::vector<const DeviceWork*> cover(calls_.size(), nullptr);
-  std::vector<std::uint64_t> cover_launched(calls_.size(), 0);
-  for (size_t i = 0; i < work.size(); ++i) {
-    if (owner[i] != kKbv) continue;
-    const std::uint64_t at = launch_of[i]->at;
-    const auto next = std::upper_bound(calls_.begin(), calls_.end(), at,
-                                       [](std::uint64_t t, const CallMark& call) { return t < call.begin; });
-    if (next == calls_.end()) continue;
-    const size_t c = next - calls_.begin();
-    if (!cover[c] || at > cover_launched[c]) {
-      cover[c] = &work[i];
-      cover_launched[c] = at;
+    const Launch& launch = found->second;
+    launch_of[i] = &launch;
+    if (launch.thread != main_thread_) continue;
+    // The first call that began after the launch; the one before it holds the launch, or kbv's
+    // step after it launched it.
+    const auto next = std::upper_bound(calls_.begin(), calls_.end(), launch.at,
+                                       [](std::uint64_t at, const CallMark& call) { return at < call.begin; });
+    if (next != calls_.begin() && launch.at <= std::prev(next)->end) {
+      owner[i] = std::prev(next) - calls_.begin();
+      continue;
     }
+    owner[i] = kKbv;
+    if (next == calls_.end()) continue;
+    long& c = cover[next - calls_.begin()];
+    if (c < 0 || launch.at > launch_of[c]->at) c = static_cast<long>(i);
   }
   std::vector<Window> windows;
   std::vector<std::optional<Window>> window_of(calls_.size());
   for (size_t c = 0; c < calls_.size(); ++c) {
     if (!calls_[c].timed_seconds) continue;
     ++timed_calls_;
-    if (covered_ && !cover[c]) ++covers_missing_;
-    const std::uint64_t begin = covered_ && cover[c] ? cover[c]->end : calls_[c].begin;
+    if (covered_ && cover[c] < 0) ++covers_missing_;
+    const std::uint64_t begin = covered_ && cover[c] >= 0 ? work[cover[c]].end : calls_[c].begin;
     const auto measured = static_cast<std::uint64_t>(std::max(0.0, *calls_[c].timed_seconds) * 1e9);
     windows_ns_ += measured;
     window_of[c] = Window{begin, begin + measured + kEndSlackNs};
