@@ -318,20 +318,17 @@ class CallSpan {
 Forward Session::forward(const std::string& mode, const py::list& inputs, const std::string& when) {
   const CallSpan span(ledger_);
   apply_flags(mode);
-  const auto call = [&] {
-    const CallSpan gpu_span(gpu_ledger_);
-    return call_forward(inputs);
-  };
-  if (!watch_) return collect(call());
+  if (!watch_) return collect(call_forward(inputs));
   const nlohmann::json flags = to_json(python::monitor().attr("tf32_flags")());
   const std::vector<at::Tensor> tensors = tensors_of(inputs);
   const std::vector<at::Tensor> before = hacks::snapshot(tensors);
-  Forward forward = collect(call());
+  Forward forward = collect(call_forward(inputs));
   watch_->after_call(tensors, before, forward.outputs, flags, when);
   return forward;
 }
 
 py::object Session::call_forward(const py::list& inputs) {
+  const CallSpan gpu_span(gpu_ledger_);
   const bool candidate = role_ == Role::candidate;
   return guarded(candidate ? FailureKind::runtime_error : FailureKind::reference_error,
                  candidate ? "ModelNew.forward raised" : "Model.forward raised",
@@ -450,10 +447,7 @@ measure::TimedCall Session::timed_call(size_t set, const std::string& mode) {
   if (ops_) ops_->start();
   const measure::TimedCall timed = timer_->time(
       [&] {
-        {
-          const CallSpan gpu_span(gpu_ledger_);
-          result = call_forward(inputs);
-        }
+        result = call_forward(inputs);
         if (host_outputs) read_every_page(result);
       },
       range.c_str());

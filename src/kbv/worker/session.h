@@ -121,7 +121,8 @@ class Session {
   // Selects the device named by the command (checking it exists); returns facts for the record.
   nlohmann::json select_device(const std::string& name);
   pybind11::object import_candidate(const std::string& path);
-  // forward(*inputs) under torch.no_grad(); a Python exception becomes a Failure.
+  // forward(*inputs) under torch.no_grad(), the GPU ledger's span of the call; a Python exception
+  // becomes a Failure.
   pybind11::object call_forward(const pybind11::list& inputs);
   // The candidate's traced call (probe step 4): the facts, with the call's outputs checked.
   nlohmann::json traced_forward(const pybind11::list& inputs, const std::string& mode);
