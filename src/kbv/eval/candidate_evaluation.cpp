@@ -49,7 +49,7 @@ std::int64_t host_bytes(const json& metas) {
 }
 
 // The first draw the checks judge: also drawn before the candidate is imported (import()).
-const ReferenceDraw* first_checked(const std::vector<ReferenceDraw>& references) {
+const ReferenceDraw* first_judged(const std::vector<ReferenceDraw>& references) {
   const auto first = std::find_if(references.begin(), references.end(), [](const ReferenceDraw& r) { return r.skip_reason.empty(); });
   return first == references.end() ? nullptr : &*first;
 }
@@ -65,7 +65,8 @@ CandidateEvaluation::CandidateEvaluation(WorkerClient& worker, ReferenceSide& re
       references_(references),
       rng_(rng),
       record_(record),
-      detect_(request.protocol.detection.enabled) {}
+      detect_(request.protocol.detection.enabled),
+      first_checked_(first_judged(references)) {}
 
 void CandidateEvaluation::run(const std::function<void()>& before_timing) {
   if (detect_) screen();
@@ -96,7 +97,7 @@ void CandidateEvaluation::import() {
                {"candidate", request_.candidate},
                {"device", request_.device},
                {"protocol", protocol::to_json(request_.protocol)}};
-  if (const ReferenceDraw* first = first_checked(references_)) load["draw"] = first->draw.to_json();
+  if (first_checked_) load["draw"] = first_checked_->draw.to_json();
   request_.progress("candidate: importing (compiles its kernels)");
   const Stage stage(record_, "import");
   loaded_ = worker_.request(load, Seconds(request_.compile_timeout_seconds)).header;
@@ -107,7 +108,6 @@ void CandidateEvaluation::import() {
 
 bool CandidateEvaluation::checks() {
   const protocol::Protocol& protocol = request_.protocol;
-  const ReferenceDraw* first = first_checked(references_);
   request_.progress("candidate: checking " + std::to_string(references_.size()) + " input draws");
   bool drawn_apart = false;
   {
@@ -120,7 +120,7 @@ bool CandidateEvaluation::checks() {
       const Reply reply = worker_.request({{"cmd", "check"}, {"draw", reference.draw.to_json()}, {"modes", {"candidate"}}},
                                           Seconds(request_.timeout_seconds), Outputs::until_next_request);  // judged here
       if (reply.header.at("checksum") != reference.checksum) {
-        if (!first || loaded_.value("draw_checksum", json()) != first->checksum) {
+        if (!first_checked_ || loaded_.value("draw_checksum", json()) != first_checked_->checksum) {
           throw EvalError("the two workers drew different inputs for one seed (does get_inputs() use a random source "
                           "other than torch, numpy or random?)");
         }
