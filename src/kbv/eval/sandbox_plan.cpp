@@ -66,13 +66,13 @@ bool inside(const fs::path& path, const fs::path& folder) {
   return std::mismatch(folder.begin(), folder.end(), path.begin(), path.end()).first == folder.end();
 }
 
-// Whether `folder` is the caller's own, which a worker needs nothing of beyond the files shown again
-// inside it: not the root, nor a folder the system, its toolchain or its devices live in.
-bool callers_folder(const fs::path& folder) {
-  static const fs::path kSystem[] = {"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/opt",
-                                     "/proc", "/sys", "/dev", "/var", "/run", "/boot", "/snap", "/nix", "/tmp"};
-  if (!folder.is_absolute() || folder == folder.root_path()) return false;
-  return std::none_of(std::begin(kSystem), std::end(kSystem), [&](const fs::path& system) { return inside(folder, system); });
+// The system's software, shown whole: programs, libraries, the toolchain, CUDA, the drivers'
+// libraries and the system's configuration. Not /home, /root, /srv, /mnt, /var, /run or any other
+// folder of the caller's: of those only the files named are shown.
+constexpr const char* kSystemFolders[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/snap", "/nix"};
+
+bool in_system_folder(const fs::path& path) {
+  return std::any_of(std::begin(kSystemFolders), std::end(kSystemFolders), [&](const char* system) { return inside(path, system); });
 }
 
 // The absolute entries of a search path in the environment (PATH, LD_LIBRARY_PATH).
@@ -89,38 +89,26 @@ std::vector<std::string> search_path(const char* name) {
 
 sandbox::Spec plan_sandbox(const WorkerLaunch& launch, const std::string& cache_dir, const std::vector<std::string>& files) {
   std::set<std::string> readable;
+  for (const char* system : kSystemFolders) {
+    if (fs::exists(system)) readable.insert(system);
+  }
   for (const std::string& path : python_paths(launch)) add_both(readable, path);
   add_both(readable, fs::path(launch.python).parent_path().string());
   for (const char* shared : {"toolchain", "pch", "pycache"}) add_both(readable, (fs::path(cache_dir) / shared).string());
   for (const std::string& file : files) add_both(readable, file);
-
-  sandbox::Spec spec;
-  spec.hidden = {canonical_or_given(cache_dir), "/run"};
-  for (const std::string& path : launch.hidden) spec.hidden.push_back(canonical_or_given(path));
-  // The caller's folders: those of the problem and candidate files (other candidates' sources,
-  // other problems) and kbv's working folder (a run's manifest, its records); the files it imports
-  // are shown again inside.
-  std::vector<fs::path> callers;
-  for (const std::string& file : files) callers.push_back(fs::path(canonical_or_given(file)).parent_path());
-  std::error_code no_cwd;
-  if (const fs::path cwd = fs::current_path(no_cwd); !no_cwd) callers.push_back(fs::path(canonical_or_given(cwd.string())));
-  std::vector<fs::path> hidden_callers;
-  for (const fs::path& folder : callers) {
-    if (callers_folder(folder)) hidden_callers.push_back(folder);
-  }
-  spec.hidden.insert(spec.hidden.end(), hidden_callers.begin(), hidden_callers.end());
-  // What the environment names inside them (programs, libraries, the compiler) is shown again.
+  // What the environment names outside the system's folders (programs, libraries, the compiler).
   std::vector<std::string> named = search_path("PATH");
   for (const std::string& entry : search_path("LD_LIBRARY_PATH")) named.push_back(entry);
   for (const auto& [name, value] : launch.environment) {
     if (name == "CXX" && fs::path(value).is_absolute()) named.push_back(fs::path(value).parent_path().string());
   }
   for (const std::string& entry : named) {
-    const fs::path real = canonical_or_given(entry);
-    if (std::any_of(hidden_callers.begin(), hidden_callers.end(), [&](const fs::path& folder) { return inside(real, folder); })) {
-      readable.insert(real.string());
-    }
+    if (const fs::path real = canonical_or_given(entry); !in_system_folder(real)) readable.insert(real.string());
   }
+
+  sandbox::Spec spec;
+  spec.hidden = {canonical_or_given(cache_dir)};
+  for (const std::string& path : launch.hidden) spec.hidden.push_back(canonical_or_given(path));
   spec.readable.assign(readable.begin(), readable.end());
   for (const auto& [name, value] : launch.environment) {
     if (name == "TORCH_EXTENSIONS_DIR") spec.build_folder = canonical_or_given(value);

@@ -1,9 +1,10 @@
 // The sandbox of one candidate's worker (sandbox/spec.h), as this machine lays it out: what the
-// worker must read to run (the interpreter and its packages, kbv's compiler wrapper and its
-// precompiled header, the problem and candidate files), the one folder it may write beside its
-// scratch (its private build folder, attached at its TORCH_EXTENSIONS_DIR), and what it must not
-// see (kbv's cache, $HOME, /run, the store, the caller's folders that hold the problem and candidate
-// files and kbv's working folder: other candidates' sources, a run's manifest).
+// worker must read to run (the system's software folders, the interpreter and its packages, what
+// PATH and LD_LIBRARY_PATH name, kbv's compiler wrapper and its precompiled header, the problem and
+// candidate files), the one folder it may write beside its scratch (its private build folder,
+// attached at its TORCH_EXTENSIONS_DIR), and what it must not see where a shown folder holds it
+// (kbv's cache, the store). The rest of the caller's files (other candidates' sources, a run's
+// manifest, other runs beside it, $HOME) is not in the view.
 #pragma once
 
 #include <string>

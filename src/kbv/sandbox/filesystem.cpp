@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -92,6 +93,13 @@ struct Step {
 constexpr const char* kScratch = "/tmp";
 constexpr const char* kScratchHome = "/tmp/.kbv-home";
 constexpr std::pair<const char*, const char*> kScratchAliases[] = {{"/var/tmp", "/tmp/.kbv-tmp"}, {"/dev/shm", "/tmp/.kbv-shm"}};
+// Where the new root is put together before it becomes "/": a mount point every system has. Its
+// own contents are out of sight by then (the copies shown from under it were taken before).
+constexpr const char* kAssembly = "/tmp";
+
+// The devices (usable: /dev/nvidia*) and the kernel's view of the hardware, which CUDA and torch read.
+UniqueFd device_tree() { return clone_tree("/dev", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID); }
+UniqueFd hardware_tree() { return clone_tree("/sys", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC); }
 
 }  // namespace
 
@@ -100,17 +108,18 @@ void build_view(const Spec& spec, uid_t uid, gid_t gid) {
   const bool has_cwd = getcwd(cwd, sizeof cwd) != nullptr;
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == -1) fail("cannot make private", "/");
 
+  // Every copy taken from the caller's view before the new root covers kAssembly.
   std::vector<Step> steps;
   steps.push_back({Step::scratch, kScratch, "", {}, true});
   if (!spec.home.empty() && spec.home != "/" && !under(spec.home, kScratch) && is_directory(spec.home).value_or(false)) {
     steps.push_back({Step::home, spec.home, kScratchHome, {}, true});
   }
-  for (const auto& [alias, source] : kScratchAliases) {
-    if (is_directory(alias).value_or(false)) steps.push_back({Step::scratch_alias, alias, source, {}, true});
-  }
+  for (const auto& [alias, source] : kScratchAliases) steps.push_back({Step::scratch_alias, alias, source, {}, true});
   for (const std::string& path : spec.hidden) {
     if (const auto directory = is_directory(path)) steps.push_back({Step::hide, path, "", {}, *directory});
   }
+  steps.push_back({Step::show, "/dev", "", device_tree(), true});
+  if (is_directory("/sys").value_or(false)) steps.push_back({Step::show, "/sys", "", hardware_tree(), true});
   if (!spec.build_folder.empty()) {  // a mount of its own already (build_folder.h): attached as it is
     steps.push_back({Step::show, spec.build_folder, "", UniqueFd(spec.build_folder_fd), true});
   }
@@ -123,41 +132,56 @@ void build_view(const Spec& spec, uid_t uid, gid_t gid) {
     return depth(a.path) != depth(b.path) ? depth(a.path) < depth(b.path) : a.kind < b.kind;
   });
 
-  // Every mount there is, read-only and without set-uid (devices stay usable: /dev/nvidia*).
-  set_attributes(AT_FDCWD, "/", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, AT_RECURSIVE);
-
+  // The new root: an empty tmpfs that holds nothing but what the steps put there.
+  mount_tmpfs(kAssembly, "mode=755,size=1m");
+  const std::string root = kAssembly;
   std::vector<std::string> emptied;  // hidden folders: read-only once the paths inside are mounted
   for (Step& step : steps) {
+    const std::string at = root + step.path;
     switch (step.kind) {
       case Step::scratch:
-        mount_tmpfs(step.path, "mode=1777,size=" + std::to_string(spec.limits.scratch_bytes ? spec.limits.scratch_bytes : 1ull << 40));
-        if (mkdir(kScratchHome, 0700) == -1 || chown(kScratchHome, uid, gid) == -1) fail("cannot create", kScratchHome);
+        make_directories(at, 0755);
+        mount_tmpfs(at, "mode=1777,size=" + std::to_string(spec.limits.scratch_bytes ? spec.limits.scratch_bytes : 1ull << 40));
+        if (mkdir((root + kScratchHome).c_str(), 0700) == -1 || chown((root + kScratchHome).c_str(), uid, gid) == -1) {
+          fail("cannot create", kScratchHome);
+        }
         for (const auto& [alias, source] : kScratchAliases) {
-          if (mkdir(source, 01777) == -1 || chmod(source, 01777) == -1) fail("cannot create", source);
+          const std::string folder = root + source;
+          if (mkdir(folder.c_str(), 01777) == -1 || chmod(folder.c_str(), 01777) == -1) fail("cannot create", source);
         }
         break;
       case Step::home:
       case Step::scratch_alias:
-        attach(clone_tree(step.kind == Step::home ? kScratchHome : step.source, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV), step.path);
+        make_mount_point(at, true);
+        attach(clone_tree(root + (step.kind == Step::home ? kScratchHome : step.source), MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV), at);
         break;
       case Step::hide:
-        if (!is_directory(step.path)) break;  // gone already: inside a folder hidden before it
+        if (!is_directory(at)) break;  // not in the view: inside no folder shown, or in one hidden before it
         if (step.directory) {
-          mount_tmpfs(step.path, "mode=755,size=1m");
+          mount_tmpfs(at, "mode=755,size=1m");
           emptied.push_back(step.path);
         } else {
-          attach(clone_tree("/dev/null", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID), step.path);
+          attach(clone_tree("/dev/null", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID), at);
         }
         break;
       case Step::show:
-        make_mount_point(step.path, step.directory);
-        attach(step.tree, step.path);
+        make_mount_point(at, step.directory);
+        attach(step.tree, at);
         break;
     }
   }
+  make_directories(root + "/proc", 0555);
+
+  // The new root becomes "/" and the caller's is let go (pivot_root(2): new and old root the same path).
+  if (chdir(root.c_str()) == -1) fail("cannot change directory to", root);
+  if (syscall(SYS_pivot_root, ".", ".") == -1) fail("cannot make the new root of", root);
+  if (umount2(".", MNT_DETACH) == -1) fail("cannot let go of the old root under", root);
+  if (chdir("/") == -1) fail("cannot change directory to", "/");
+
   if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == -1) fail("cannot mount", "/proc");
   for (const std::string& path : emptied) set_attributes(AT_FDCWD, path, MOUNT_ATTR_RDONLY, 0);
-  // Again by path: the old working directory still points into the mounts as they were.
+  set_attributes(AT_FDCWD, "/", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0);
+  // Again by path: the old working directory, where the new view shows it.
   if ((!has_cwd || chdir(cwd) == -1) && chdir(kScratch) == -1) fail("cannot change directory to", kScratch);
 }
 

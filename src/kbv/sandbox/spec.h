@@ -35,11 +35,12 @@ Limits default_limits();
 void set_limit(Limits& limits, const std::string& assignment);
 
 struct Spec {
-  // Replaced by an empty folder (or, for a file, an empty file), read-only: the store, kbv's cache,
-  // /run. A path that does not exist is skipped.
+  // Replaced by an empty folder (or, for a file, an empty file), read-only, where a readable folder
+  // holds it: the store, kbv's cache. A path not in the view is skipped.
   std::vector<std::string> hidden;
-  // Shown read-only at the same path, also inside a hidden folder or the scratch: the interpreter
-  // and its packages, kbv's executable, the problem and candidate files.
+  // Shown read-only at the same path, also inside a hidden folder or the scratch; nothing else of the
+  // caller's filesystem is in the view: the system's software folders, the interpreter and its
+  // packages, the problem and candidate files.
   std::vector<std::string> readable;
   // The candidate's private build folder (build_folder.h), attached read-write at this path (its
   // TORCH_EXTENSIONS_DIR) from the mount descriptor `build_folder_fd` the process inherits; empty
