@@ -133,6 +133,7 @@ void add_build_environment(WorkerLaunch& launch, const std::string& cache_dir, c
   if (!wrapper.empty()) {
     launch.environment.insert(launch.environment.end(), {{"CXX", wrapper.string()},
                                                          {"KBV_REAL_CXX", cxx},
+                                                         {"KBV_PCH_PYTHON", launch.python},
                                                          {"KBV_PCH_DIR", (fs::path(cache_dir) / "pch").string()}});
   }
 }

@@ -21,13 +21,28 @@ FLAG_READERS = {  # global switches a candidate must leave as it found them (TF3
     "num_interop_threads": torch.get_num_interop_threads,
     "default_dtype": lambda: str(torch.get_default_dtype()),
     "deterministic_algorithms": torch.are_deterministic_algorithms_enabled,
-    # A mode or a kernel of the candidate's over torch's own ops runs its code inside kbv's steps too
-    # (the inputs' draw, the copies into the pool), on the main thread, where no timer looks.
+    # A mode of the candidate's over torch's own ops runs its code inside kbv's steps too (the inputs'
+    # draw, the copies into the pool), on the main thread, where no timer looks; so does a kernel of its
+    # own registered for one of them (aten_kernels).
     "torch_function_modes": torch._C._len_torch_function_stack,
     "torch_dispatch_modes": torch._C._len_torch_dispatch_stack,
-    "aten_kernels_replaced": lambda: sorted(i for i in torch.library._impls
-                                            if i.startswith("aten/") and i.rsplit("/", 1)[-1] in ("CPU", "CUDA")),
 }
+# The dispatch keys whose kernels torch's eager ops run through on the CPU and a GPU.
+COMPUTE_KEYS = frozenset(("CPU", "CUDA", "CompositeImplicitAutograd", "CompositeExplicitAutograd",
+                          "CompositeExplicitAutogradNonFunctional", "Autograd", "AutogradCPU", "AutogradCUDA",
+                          "AutogradOther", "ADInplaceOrView", "BackendSelect"))
+
+
+def aten_kernels():
+    """Per aten operator, its kernels for COMPUTE_KEYS as the dispatcher lists them, the active and the
+    overridden ones: a kernel registered over one (TORCH_LIBRARY_IMPL in C++, torch.library in Python)
+    adds a line whatever registrant it names, so no name it gives itself hides it. ~60 ms."""
+    kernels = {}
+    for name in torch._C._dispatch_get_all_op_names():
+        if name.startswith("aten::"):
+            kernels[name] = tuple(line for line in torch._C._dispatch_dump(name).splitlines()
+                                  if line.split(":", 1)[0].removesuffix(" (inactive)") in COMPUTE_KEYS)
+    return kernels
 # Namespaces whose callables a candidate could replace to fool a check or a clock.
 WATCHED_NAMESPACES = ("torch", "torch.nn.functional", "torch.Tensor", "torch.nn.Module", "torch.cuda", "torch.testing",
                       "time", "builtins", "kbv_harness", "kbv_monitor")
@@ -93,6 +108,7 @@ def snapshot():
             "hooks": {"sys.getprofile": id(sys.getprofile()), "sys.gettrace": id(sys.gettrace()),
                       "gc.callbacks": [id(callback) for callback in gc.callbacks],
                       "op-recording switches called": sorted(set(RECORDING_SWITCHES))},
+            "aten_kernels": aten_kernels(),
             "threads": {t.ident: t.name for t in threading.enumerate()},
             "native_threads": native_threads()}
 
@@ -114,6 +130,11 @@ def state_changes(before, after):
     for name, identity in before["hooks"].items():
         if after["hooks"][name] != identity:
             changes.append({"what": "hook", "name": name})
+    for name, kernels in after["aten_kernels"].items():
+        known = before["aten_kernels"].get(name, ())
+        if kernels != known:
+            changes.append({"what": "aten kernel", "name": name,
+                            "added": [k for k in kernels if k not in known][:4], "gone": [k for k in known if k not in kernels][:4]})
     return changes
 
 
