@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <iostream>
-#include <list>
+#include <map>
+#include <optional>
 
 #include "kbv/eval/compile.h"
 #include "kbv/eval/evaluation.h"
-#include "kbv/eval/reference_side.h"
-#include "kbv/protocol/record.h"
 
 namespace kbv::serve {
 
@@ -29,17 +28,16 @@ double seconds_since(std::chrono::steady_clock::time_point from) {
 Service::Service(ServiceConfig config, store::Store& store)
     : config_(std::move(config)), store_(store), filer_(store, config_.device) {
   if (config_.device == "cuda") {
-    for (const std::string& gpu : config_.gpus) lanes_.push_back({gpu, {}, 0, 0});
+    for (const std::string& gpu : config_.gpus) lanes_.push_back({gpu, {}, 0});
     for (int i = 0; i < std::max(1, config_.compile_jobs); ++i) threads_.emplace_back([this] { builder(); });
   } else {
-    lanes_.push_back({"", {}, 0, 0});
+    lanes_.push_back({"", {}, 0});
   }
-  for (Lane& lane : lanes_) threads_.emplace_back([this, &lane] { this->lane(lane); });
+  for (LaneSlot& lane : lanes_) threads_.emplace_back([this, &lane] { this->lane(lane); });
 }
 
 Service::~Service() { shutdown(); }
 
-std::string Service::warm_key(const Submission& s) { return s.problem.path + "\n" + s.problem.content_key + "\n" + s.protocol; }
 
 std::future<Answer> Service::submit(const Submission& s) {
   {
@@ -127,37 +125,17 @@ void Service::builder() {
   }
 }
 
-void Service::lane(Lane& me) {
-  eval::WorkerLaunch launch = config_.launch;
-  if (config_.device == "cuda") launch.environment.emplace_back("CUDA_VISIBLE_DEVICES", me.gpu);
-  // The lane owns its reference workers (a worker dies with the thread that started it).
-  struct Warm {
-    std::string key;
-    std::unique_ptr<eval::ReferenceSide> side;
-  };
-  std::list<Warm> warm;  // most recently used first
-  const auto forget = [&](std::list<Warm>::iterator at) {
-    {
-      std::lock_guard lock(mutex_);
-      me.warm.erase(at->key);
-    }
-    warm.erase(at);
-  };
-  const auto request_of = [&](const Submission& s) {
-    eval::EvalRequest request;
-    request.problem = s.problem.path;
-    request.candidate = s.candidate.path;
-    request.device = config_.device;
-    request.protocol = protocol::preset(s.protocol);
-    request.timeout_seconds = config_.timeout_seconds;
-    request.compile_timeout_seconds = config_.compile_timeout_seconds;
-    request.cache_dir = config_.cache_dir;
-    request.launch = launch;
-    return request;
-  };
+lane::Item Service::item_of(const Job& job) {
+  const Submission& s = job.submission;
+  return {s.problem.path, s.problem.content_key, s.candidate.path, s.protocol, job.problem_id, job.candidate_id};
+}
+
+void Service::lane(LaneSlot& me) {
+  lane::Lane mine({config_.device, me.gpu, config_.timeout_seconds, config_.compile_timeout_seconds, config_.cache_dir,
+                   config_.launch, config_.warm_problems},
+                  filer_, store_);
   // As in kbv run, each evaluation starts the next candidate's worker while its own untimed steps
   // run: the next request of the same problem, built, taken from the queue for this lane then.
-  eval::WorkerRelay relay;
   std::unique_ptr<Job> next;
   for (;;) {
     std::unique_ptr<Job> job = std::move(next);
@@ -170,7 +148,7 @@ void Service::lane(Lane& me) {
       int best_score = -1;
       for (auto it = queue_.begin(); it != queue_.end() && best_score < 3; ++it) {
         const bool built = (*it)->built.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-        const int score = 2 * built + static_cast<int>(me.warm.count(warm_key((*it)->submission)));
+        const int score = 2 * built + static_cast<int>(mine.warm(item_of(**it)));
         if (score > best_score) best = it, best_score = score;
       }
       job = std::move(*best);
@@ -178,78 +156,56 @@ void Service::lane(Lane& me) {
       ++running_;
     }
     job->built.wait();
-    const Submission& s = job->submission;
     const auto begun = Clock::now();
-    const std::string key = warm_key(s);
-    auto at = std::find_if(warm.begin(), warm.end(), [&](const Warm& w) { return w.key == key; });
+    const lane::Item item = item_of(*job);
+    {
+      std::lock_guard lock(mutex_);
+      const auto same = std::find_if(queue_.begin(), queue_.end(), [&](const std::unique_ptr<Job>& j) {
+        const lane::Item other = item_of(*j);
+        return other.problem == item.problem && other.problem_key == item.problem_key && other.protocol == item.protocol &&
+               j->built.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+      });
+      if (same != queue_.end()) {
+        next = std::move(*same);
+        queue_.erase(same);
+        ++running_;
+      }
+    }
+    lane::Outcome outcome;
     try {
-      if (at == warm.end()) {
-        if (!warm.empty() && warm.size() >= config_.warm_problems) forget(std::prev(warm.end()));
-        Warm fresh;
-        fresh.key = key;
-        fresh.side = std::make_unique<eval::ReferenceSide>(eval::ReferenceConfig{
-            s.problem.path, config_.device, protocol::preset(s.protocol), config_.timeout_seconds,
-            config_.compile_timeout_seconds, launch});
-        warm.push_front(std::move(fresh));
-        std::lock_guard lock(mutex_);
-        me.warm.insert(key);
-      } else {
-        warm.splice(warm.begin(), warm, at);
-      }
-      Warm& side = warm.front();
-      {
-        std::lock_guard lock(mutex_);
-        const auto same = std::find_if(queue_.begin(), queue_.end(), [&](const std::unique_ptr<Job>& j) {
-          return warm_key(j->submission) == key && j->built.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-        });
-        if (same != queue_.end()) {
-          next = std::move(*same);
-          queue_.erase(same);
-          ++running_;
-        }
-      }
-      relay.next.reset();
-      if (next) relay.next = request_of(next->submission);
-      Answer answer;
-      answer.record = protocol::to_json(eval::evaluate(request_of(s), *side.side, &relay));
-      answer.stored = filer_.file(job->problem_id, job->candidate_id, s.protocol, answer.record);
-      answer.queued_at = job->queued;
-      answer.queued_seconds = std::chrono::duration<double>(begun - job->queued).count();
-      answer.evaluation_seconds = seconds_since(begun);
-      finish(me, &answer.record);
-      job->answer.set_value(std::move(answer));
-    } catch (const std::exception& error) {  // the problem or the evaluator failed: no record
-      const std::string message = error.what();
+      outcome = mine.evaluate(item, next ? std::optional<lane::Item>(item_of(*next)) : std::nullopt);
+    } catch (const eval::NoDevice& error) {  // filed as any failure: the service answers each request
+      outcome.failure = error.what();
       try {
-        store_.failure(job->candidate_id, s.protocol, config_.device, message);
+        store_.failure(item.candidate_id, item.protocol, config_.device, outcome.failure);
       } catch (const std::exception&) {
         // The answer below still says what failed.
       }
-      // A failed reference worker serves no one; the next request of its problem starts another.
-      at = std::find_if(warm.begin(), warm.end(), [&](const Warm& w) { return w.key == key; });
-      if (at != warm.end()) forget(at);
-      finish(me, nullptr);
-      job->answer.set_exception(std::make_exception_ptr(eval::EvalError(message)));
     }
+    finish(me, mine, outcome.failure.empty());
+    if (!outcome.failure.empty()) {
+      job->answer.set_exception(std::make_exception_ptr(eval::EvalError(outcome.failure)));
+      continue;
+    }
+    Answer answer;
+    answer.record = std::move(outcome.record);
+    answer.stored = outcome.stored;
+    answer.queued_at = job->queued;
+    answer.queued_seconds = std::chrono::duration<double>(begun - job->queued).count();
+    answer.evaluation_seconds = seconds_since(begun);
+    job->answer.set_value(std::move(answer));
   }
 }
 
-void Service::finish(Lane& me, const json* record) {
+void Service::finish(LaneSlot& me, const lane::Lane& mine, bool evaluated) {
   std::lock_guard lock(mutex_);
   --running_;
   const auto now = Clock::now();
   finished_at_.push_back(now);
   while (!finished_at_.empty() && now - finished_at_.front() > std::chrono::minutes(1)) finished_at_.pop_front();
-  if (!record) {
-    ++failed_;
-    return;
-  }
-  ++done_;
-  ++me.evaluations;
-  for (const auto& [stage, seconds] : record->at("stage_seconds").items()) {
-    stage_seconds_[stage] += seconds.get<double>();
-    if (protocol::device_stage(stage)) me.device_seconds += seconds.get<double>();
-  }
+  me.use = mine.use();
+  me.warm_problems = mine.warm_count();
+  evaluated ? ++done_ : ++failed_;
 }
 
 json Service::metrics() const {
@@ -259,19 +215,21 @@ json Service::metrics() const {
   const auto last_minute = std::count_if(finished_at_.begin(), finished_at_.end(),
                                          [&](Clock::time_point t) { return now - t <= std::chrono::minutes(1); });
   json lanes = json::array();
-  for (const Lane& lane : lanes_) {
+  std::map<std::string, double> stage_seconds;
+  for (const LaneSlot& lane : lanes_) {
     lanes.push_back({{"gpu", lane.gpu.empty() ? "cpu" : lane.gpu},
-                     {"evaluations", lane.evaluations},
-                     {"device_seconds", lane.device_seconds},
-                     {"busy_share", uptime > 0 ? lane.device_seconds / uptime : 0.0},
-                     {"warm_problems", lane.warm.size()}});
+                     {"evaluations", lane.use.evaluations},
+                     {"device_seconds", lane.use.device_seconds},
+                     {"busy_share", uptime > 0 ? lane.use.device_seconds / uptime : 0.0},
+                     {"warm_problems", lane.warm_problems}});
+    for (const auto& [stage, seconds] : lane.use.stage_seconds) stage_seconds[stage] += seconds;
   }
   return {{"device", config_.device},
           {"uptime_seconds", uptime},
           {"queue", {{"depth", queue_.size() + reserved_}, {"capacity", config_.queue_capacity}, {"evaluating", running_}}},
           {"evaluations", {{"done", done_}, {"failed", failed_}, {"refused_busy", refused_}, {"last_minute", last_minute}}},
           {"lanes", lanes},
-          {"stage_seconds", stage_seconds_},
+          {"stage_seconds", stage_seconds},
           {"stopping", stopping_}};
 }
 
@@ -297,9 +255,9 @@ void Service::shutdown() {
   for (const auto& [name, id] : run_ids_) runs.push_back(id);
   const double uptime = seconds_since(started_);
   json lanes = json::array();
-  for (const Lane& lane : lanes_) {
+  for (const LaneSlot& lane : lanes_) {
     lanes.push_back({{"lane", lane.gpu.empty() ? "cpu" : lane.gpu}, {"wall_seconds", uptime},
-                     {"device_seconds", lane.device_seconds}, {"evaluations", lane.evaluations}});
+                     {"device_seconds", lane.use.device_seconds}, {"evaluations", lane.use.evaluations}});
   }
   try {
     store_.session("serve", config_.device, runs, uptime, lanes);

@@ -24,7 +24,8 @@
 #include <nlohmann/json.hpp>
 
 #include "kbv/eval/worker_client.h"
-#include "kbv/run/record_filer.h"
+#include "kbv/lane/lane.h"
+#include "kbv/lane/record_filer.h"
 #include "kbv/serve/submission.h"
 #include "kbv/store/store.h"
 
@@ -83,20 +84,20 @@ class Service {
  private:
   using Clock = std::chrono::steady_clock;
   struct Job;
-  struct Lane {
+  // A lane as the other threads see it: what its lane::Lane (its thread's own) reported last.
+  struct LaneSlot {
     std::string gpu;  // empty on the CPU
-    std::set<std::string> warm;  // warm_key()s of its reference sides
-    std::size_t evaluations = 0;
-    double device_seconds = 0;
+    lane::LaneUse use;
+    std::size_t warm_problems = 0;
   };
-  static std::string warm_key(const Submission& s);
-  void lane(Lane& me);
+  static lane::Item item_of(const Job& job);
+  void lane(LaneSlot& me);
   void builder();
-  void finish(Lane& me, const nlohmann::json* record);  // record: null when the evaluation failed
+  void finish(LaneSlot& me, const lane::Lane& mine, bool evaluated);
 
   const ServiceConfig config_;
   store::Store& store_;
-  run::RecordFiler filer_;
+  lane::RecordFiler filer_;
   const Clock::time_point started_ = Clock::now();
 
   mutable std::mutex mutex_;  // everything below
@@ -109,8 +110,7 @@ class Service {
   std::map<std::string, std::pair<std::string, std::int64_t>> problems_;  // by path: the content key last written, the row
   std::size_t done_ = 0, failed_ = 0, refused_ = 0;
   std::deque<Clock::time_point> finished_at_;  // the last minute's completions
-  std::map<std::string, double> stage_seconds_;
-  std::deque<Lane> lanes_;  // stable addresses: each thread holds its own
+  std::deque<LaneSlot> lanes_;  // stable addresses: each thread holds its own
   std::vector<std::thread> threads_;
   std::mutex shutdown_mutex_;
   bool joined_ = false;

@@ -1,8 +1,8 @@
-#include "kbv/run/record_filer.h"
+#include "kbv/lane/record_filer.h"
 
 #include <optional>
 
-namespace kbv::run {
+namespace kbv::lane {
 
 using nlohmann::json;
 
@@ -32,4 +32,4 @@ bool RecordFiler::file(std::int64_t problem, std::int64_t candidate, const std::
   return store_.add_record(candidate, protocol, device_, baseline, environment, record);
 }
 
-}  // namespace kbv::run
+}  // namespace kbv::lane

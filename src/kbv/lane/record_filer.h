@@ -12,7 +12,7 @@
 
 #include "kbv/store/store.h"
 
-namespace kbv::run {
+namespace kbv::lane {
 
 class RecordFiler {
  public:
@@ -29,4 +29,4 @@ class RecordFiler {
   std::map<std::string, std::int64_t> environments_, baselines_;  // by their facts, by their measurement
 };
 
-}  // namespace kbv::run
+}  // namespace kbv::lane
