@@ -12,6 +12,7 @@
 
 #include "kbv/check/comparison.h"
 #include "kbv/protocol/protocol.h"
+#include "kbv/worker/commands.h"
 #include "kbv/worker/shared_region.h"
 #include "kbv/worker/tensor_codec.h"
 
@@ -19,13 +20,15 @@ namespace kbv::eval {
 namespace {
 
 using namespace std::chrono_literals;
+namespace commands = worker::commands;
+using worker::commands::message;
 
 WorkerLaunch launch() { return {.executable = KBV_BINARY, .python = KBV_PYTHON}; }
 
 TEST(WorkerClient, APostedCommandIsAnsweredBeforeTheNextRequest) {
   WorkerClient worker("candidate", launch());
-  worker.post({{"cmd", "device"}, {"device", "cpu"}}, 60s);
-  const Reply reply = worker.request({{"cmd", "device"}, {"device", "cpu"}}, 60s);
+  worker.post(message(commands::Device{"cpu", nullptr}), 60s);
+  const Reply reply = worker.request(message(commands::Device{"cpu", nullptr}), 60s);
   EXPECT_EQ(reply.header.value("status", ""), "ok");
   worker.settle();  // nothing posted: returns at once
   worker.shutdown();
@@ -33,26 +36,26 @@ TEST(WorkerClient, APostedCommandIsAnsweredBeforeTheNextRequest) {
 
 TEST(WorkerClient, APostedFailureIsThrownByTheNextRequestOnly) {
   WorkerClient worker("candidate", launch());
-  worker.post({{"cmd", "device"}, {"device", "tpu"}}, 60s);
+  worker.post(message(commands::Device{"tpu", nullptr}), 60s);
   EXPECT_NO_THROW(worker.settle());
   try {
-    worker.request({{"cmd", "device"}, {"device", "cpu"}}, 60s);
+    worker.request(message(commands::Device{"cpu", nullptr}), 60s);
     ADD_FAILURE() << "the posted command's failure was lost";
   } catch (const WorkerFailed& failed) {
     EXPECT_EQ(failed.kind, kbv::worker::FailureKind::internal);
     EXPECT_NE(std::string(failed.what()).find("tpu"), std::string::npos) << failed.what();
   }
   // Thrown once: the worker itself is fine and answers the next request.
-  EXPECT_EQ(worker.request({{"cmd", "device"}, {"device", "cpu"}}, 60s).header.value("status", ""), "ok");
+  EXPECT_EQ(worker.request(message(commands::Device{"cpu", nullptr}), 60s).header.value("status", ""), "ok");
   worker.shutdown();
 }
 
 TEST(WorkerClient, APostedCommandPastItsDeadlineLosesTheWorkerAtTheNextRequest) {
   WorkerClient worker("candidate", launch());
-  worker.post({{"cmd", "device"}, {"device", "cpu"}}, 1ms);  // the interpreter takes far longer to start
+  worker.post(message(commands::Device{"cpu", nullptr}), 1ms);  // the interpreter takes far longer to start
   worker.settle();
   try {
-    worker.request({{"cmd", "device"}, {"device", "cpu"}}, 60s);
+    worker.request(message(commands::Device{"cpu", nullptr}), 60s);
     ADD_FAILURE() << "the posted command's timeout was lost";
   } catch (const WorkerLost& lost) {
     EXPECT_EQ(lost.kind, "timeout");
@@ -66,23 +69,18 @@ TEST(WorkerClient, APostedCommandPastItsDeadlineLosesTheWorkerAtTheNextRequest) 
 TEST(WorkerClient, KernelsLoadedAheadChangeNoFootprintDrawOrOutput) {
   const nlohmann::json protocol = protocol::to_json(protocol::preset("verified"));
   const std::string data = KBV_TEST_DATA_DIR;
-  const nlohmann::json load = {{"cmd", "load"},
-                               {"problem", data + "/problem_cyclic_model.py"},
-                               {"candidate", data + "/candidate_plain_linear.py"},
-                               {"device", "cpu"},
-                               {"protocol", protocol}};
-  const nlohmann::json check = {{"cmd", "check"},
-                                {"draw",
-                                 {{"family", "heavy"},
-                                  {"params", {{"kind", "laplace"}, {"scale", 2.0}, {"outlier_fraction", 1e-3}, {"outlier_scale", 50.0}}},
-                                  {"seed", 7}}},
-                                {"modes", {"candidate"}}};
+  const nlohmann::json load =
+      message(commands::Load{data + "/problem_cyclic_model.py", data + "/candidate_plain_linear.py", "cpu", protocol, nullptr});
+  const nlohmann::json check = message(commands::Check{
+      {{"family", "heavy"},
+       {"params", {{"kind", "laplace"}, {"scale", 2.0}, {"outlier_fraction", 1e-3}, {"outlier_scale", 50.0}}},
+       {"seed", 7}},
+      {"candidate"},
+      false});
   std::vector<Reply> loads, checks;
   for (const bool warmed : {false, true}) {
     WorkerClient worker("candidate", launch());
-    nlohmann::json device = {{"cmd", "device"}, {"device", "cpu"}};
-    if (warmed) device["protocol"] = protocol;
-    worker.post(device, 60s);
+    worker.post(message(commands::Device{"cpu", warmed ? protocol : nlohmann::json()}), 60s);
     loads.push_back(worker.request(load, 60s));
     checks.push_back(worker.request(check, 60s));
     worker.shutdown();
@@ -101,14 +99,11 @@ TEST(WorkerClient, KernelsLoadedAheadChangeNoFootprintDrawOrOutput) {
 TEST(WorkerClient, TheReferencesWorkerComparesOutputsAsTheHostDoes) {
   const protocol::Protocol verified = protocol::preset("verified");
   WorkerClient worker("reference", launch());
-  worker.request({{"cmd", "load"},
-                  {"problem", std::string(KBV_EXAMPLES_DIR) + "/problems/1_ReLU.py"},
-                  {"device", "cpu"},
-                  {"protocol", protocol::to_json(verified)}},
-                 60s);
+  worker.request(
+      message(commands::Load{std::string(KBV_EXAMPLES_DIR) + "/problems/1_ReLU.py", "", "cpu", protocol::to_json(verified), nullptr}),
+      60s);
   const nlohmann::json draw = {{"family", "normal"}, {"params", {{"std", 2.0}}}, {"seed", 3}};
-  const Reply measured = worker.request(
-      {{"cmd", "check"}, {"draw", draw}, {"modes", {"reference", "baseline"}}, {"errors_against_first", true}}, 60s);
+  const Reply measured = worker.request(message(commands::Check{draw, {"reference", "baseline"}, true}), 60s);
   const nlohmann::json& first = measured.header.at("results").at(0);
   EXPECT_TRUE(measured.tensors.empty());
   EXPECT_EQ(first.at("output_bytes"), 1 << 20);  // 16 x 16384 float32: from the region's threshold up
@@ -116,7 +111,7 @@ TEST(WorkerClient, TheReferencesWorkerComparesOutputsAsTheHostDoes) {
   const std::vector<double> rms = first.at("rms");
   EXPECT_FALSE(measured.header.at("results").at(1).contains("rms"));  // a later mode has its error only
 
-  const at::Tensor r = worker.request({{"cmd", "check"}, {"draw", draw}, {"modes", {"reference"}}}, 60s).tensors.at(0);
+  const at::Tensor r = worker.request(message(commands::Check{draw, {"reference"}, false}), 60s).tensors.at(0);
   ASSERT_EQ(rms.size(), 1u);
   EXPECT_DOUBLE_EQ(rms[0], check::finite_rms(r));
 
@@ -127,8 +122,7 @@ TEST(WorkerClient, TheReferencesWorkerComparesOutputsAsTheHostDoes) {
   for (const at::Tensor& x : {r.clone(), r + 1e-3 * at::randn_like(r), at::zeros_like(r), r.reshape({-1})}) {
     for (const bool scaled : {true, false}) {
       const check::OutputComparison host = check::compare_outputs({x}, {r}, rms, scaled, verified.atol, verified.rtol);
-      nlohmann::json command = {{"cmd", "compare"}, {"draw", draw},           {"rms", rms},
-                                {"scaled", scaled}, {"atol", verified.atol}, {"rtol", verified.rtol}};
+      nlohmann::json command = message(commands::Compare{draw, rms, scaled, verified.atol, verified.rtol, nlohmann::json::array()});
       Attachments as_blob;
       as_blob.tensors.push_back(worker::encode(x));
       command["outputs"] = {as_blob.tensors.back().meta};

@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "kbv/protocol/protocol.h"
+#include "kbv/worker/commands.h"
 #include "support/scoped_environment.h"
 
 namespace kbv::worker {
@@ -43,10 +44,8 @@ nlohmann::json request(WorkerProcess& worker, const nlohmann::json& command) {
 }
 
 nlohmann::json load_problem(WorkerProcess& worker, const fs::path& problem) {
-  return request(worker, {{"cmd", "load"},
-                          {"problem", problem.string()},
-                          {"device", "cpu"},
-                          {"protocol", protocol::to_json(protocol::preset("verified"))}});
+  return request(worker, commands::message(commands::Load{
+                             problem.string(), "", "cpu", protocol::to_json(protocol::preset("verified")), nullptr}));
 }
 
 // A problem file in `dir` whose import first runs `prelude` (Python that writes what the worker
@@ -99,7 +98,7 @@ TEST(Zygote, ForkedWorkerIsOurChildWithItsOwnEnvironmentAndServes) {
   EXPECT_EQ(self, worker.pid());
   EXPECT_EQ(python_value, "lane-7");
   EXPECT_EQ(c_value, "lane-7");
-  EXPECT_EQ(request(worker, {{"cmd", "exit"}}).value("status", ""), "ok");
+  EXPECT_EQ(request(worker, commands::message(commands::Exit{})).value("status", ""), "ok");
   const ExitStatus status = worker.wait();
   EXPECT_FALSE(status.signaled);
   EXPECT_EQ(status.code, 0);
@@ -126,7 +125,7 @@ with open(os.environ["KBV_TEST_OUT"], "w") as out:
   WorkerProcess worker = zygote->spawn("reference", {{"KBV_TEST_OUT", out.string()}});
   const nlohmann::json loaded = load_problem(worker, problem);
   EXPECT_EQ(loaded.value("status", ""), "ok") << loaded.dump();
-  request(worker, {{"cmd", "exit"}});
+  request(worker, commands::message(commands::Exit{}));
   worker.wait();
   std::ifstream seen(out);
   return std::string(std::istreambuf_iterator<char>(seen), {});
@@ -190,7 +189,7 @@ TEST(Zygote, ALaterWorkerInheritsNothingOfAnEarlierOnesRequest) {
   const std::string secret = std::string(4000, 'q') + marker;
   {
     WorkerProcess first = shared_zygote()->spawn("reference", {{"KBV_TEST_SECRET", secret}});
-    EXPECT_EQ(request(first, {{"cmd", "exit"}}).value("status", ""), "ok");
+    EXPECT_EQ(request(first, commands::message(commands::Exit{})).value("status", ""), "ok");
     first.wait();
   }
   const std::string own = "kbv-own-request-" + std::to_string(getpid());
@@ -198,7 +197,7 @@ TEST(Zygote, ALaterWorkerInheritsNothingOfAnEarlierOnesRequest) {
   request(second, {{"cmd", "ping"}});  // it serves: its environment is set
   EXPECT_TRUE(memory_holds(second.pid(), own)) << "the scan does not see the worker's own environment";
   EXPECT_FALSE(memory_holds(second.pid(), marker)) << "an earlier worker's request is in a later worker's memory";
-  request(second, {{"cmd", "exit"}});
+  request(second, commands::message(commands::Exit{}));
   second.wait();
 }
 
@@ -216,7 +215,7 @@ TEST(Zygote, SpawnsFromManyThreadsAtOnce) {
   for (std::size_t i = 0; i < codes.size(); ++i) {
     threads.emplace_back([&, i] {
       WorkerProcess worker = shared_zygote()->spawn(i % 2 ? "candidate" : "reference", {});
-      worker.send({{"cmd", "exit"}}, {}, std::chrono::steady_clock::now() + 60s);
+      worker.send(commands::message(commands::Exit{}), {}, std::chrono::steady_clock::now() + 60s);
       worker.receive(std::chrono::steady_clock::now() + 60s);
       codes[i] = worker.wait().code;
     });

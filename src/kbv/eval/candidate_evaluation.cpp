@@ -6,8 +6,11 @@
 #include "kbv/eval/stage.h"
 #include "kbv/hacks/judge.h"
 #include "kbv/worker/tensor_codec.h"
+#include "kbv/worker/commands.h"
 
 namespace kbv::eval {
+
+namespace commands = worker::commands;
 namespace {
 
 using nlohmann::json;
@@ -84,7 +87,7 @@ void CandidateEvaluation::run(const std::function<void()>& before_timing) {
 // First, while nothing of the candidate has run in that process: its text only.
 void CandidateEvaluation::screen() {
   const Stage stage(record_, "screen");
-  const Reply screened = worker_.request({{"cmd", "screen"}, {"candidate", request_.candidate}}, Seconds(request_.timeout_seconds));
+  const Reply screened = worker_.request(commands::message(commands::Screen{request_.candidate}), Seconds(request_.timeout_seconds));
   hacks::merge(record_.findings, hacks::static_findings(screened.header));
 }
 
@@ -92,15 +95,11 @@ void CandidateEvaluation::screen() {
 // reference's there, this process reproduces the problem's inputs, and kbv's families are seeded
 // transforms of them: a draw that differs after the import is the candidate's doing.
 void CandidateEvaluation::import() {
-  json load = {{"cmd", "load"},
-               {"problem", request_.problem},
-               {"candidate", request_.candidate},
-               {"device", request_.device},
-               {"protocol", protocol::to_json(request_.protocol)}};
-  if (first_checked_) load["draw"] = first_checked_->draw.to_json();
+  commands::Load load{request_.problem, request_.candidate, request_.device, protocol::to_json(request_.protocol), nullptr};
+  if (first_checked_) load.draw = first_checked_->draw.to_json();
   request_.progress("candidate: importing (compiles its kernels)");
   const Stage stage(record_, "import");
-  loaded_ = worker_.request(load, Seconds(request_.compile_timeout_seconds)).header;
+  loaded_ = worker_.request(commands::message(load), Seconds(request_.compile_timeout_seconds)).header;
   record_.candidate_memory.emplace().footprint_bytes = loaded_.value("footprint_bytes", 0);
   record_.import_steps_seconds = loaded_.value("steps_seconds", std::map<std::string, double>{});
   if (loaded_.contains("sandbox_setup_seconds")) record_.sandbox["setup_seconds"] = loaded_["sandbox_setup_seconds"];
@@ -117,7 +116,7 @@ bool CandidateEvaluation::checks() {
         record_.draws.push_back(judge(reference, {}, std::nullopt, protocol));
         continue;
       }
-      const Reply reply = worker_.request({{"cmd", "check"}, {"draw", reference.draw.to_json()}, {"modes", {"candidate"}}},
+      const Reply reply = worker_.request(commands::message(commands::Check{reference.draw.to_json(), {"candidate"}, false}),
                                           Seconds(request_.timeout_seconds), Outputs::until_next_request);  // judged here
       if (reply.header.at("checksum") != reference.checksum) {
         if (!first_checked_ || loaded_.value("draw_checksum", json()) != first_checked_->checksum) {
@@ -168,11 +167,11 @@ void CandidateEvaluation::timing(const std::function<void()>& before_timing) {
     sketches_ = std::move(timing.sketches);
   }
   const Stage stage(record_, "memory");
-  const Reply memory = worker_.request({{"cmd", "memory"}, {"mode", "candidate"}}, Seconds(request_.timeout_seconds));
+  const Reply memory = worker_.request(commands::message(commands::Memory{"candidate"}), Seconds(request_.timeout_seconds));
   protocol::read_memory(memory.header, *record_.candidate_memory);
   // The timed input sets and their outputs go before the probe draws its own: 24 GiB under
   // `verified` for a 6 GiB problem, with which its probe ran out of memory on an 80 GB card.
-  worker_.request({{"cmd", "drop_pool"}}, Seconds(request_.timeout_seconds));
+  worker_.request(commands::message(commands::DropPool{}), Seconds(request_.timeout_seconds));
 }
 
 void CandidateEvaluation::probe() {
@@ -180,10 +179,10 @@ void CandidateEvaluation::probe() {
   if (!probe_draw) return;
   request_.progress("candidate: probing (repeat, poisoned memory, trace, refreshed inputs)");
   const Stage probing(record_, "probe");
-  json command = {{"cmd", "probe"}, {"draw", probe_draw->draw.to_json()}};
+  commands::Probe command{probe_draw->draw.to_json(), nullptr};
   const ReferenceDraw* refresh = refresh_draw(references_, record_.draws, probe_draw);
-  if (refresh) command["refresh"] = refresh->draw.to_json();
-  const Reply probe = worker_.request(command, Seconds(request_.timeout_seconds), Outputs::until_next_request);  // judged here
+  if (refresh) command.refresh = refresh->draw.to_json();
+  const Reply probe = worker_.request(commands::message(command), Seconds(request_.timeout_seconds), Outputs::until_next_request);  // judged here
   record_.probe = probe.header.at("probe");
   hacks::merge(record_.findings,
                hacks::judge_probe(probe.header.at("probe"), reference_.trace(), probe_draw->tolerance, request_.protocol.detection));
@@ -204,7 +203,7 @@ void CandidateEvaluation::probe() {
 void CandidateEvaluation::gather_watched() {
   if (!detect_) return;
   const Stage stage(record_, "findings");
-  const Reply watched = worker_.request({{"cmd", "findings"}}, Seconds(request_.timeout_seconds));
+  const Reply watched = worker_.request(commands::message(commands::Findings{}), Seconds(request_.timeout_seconds));
   hacks::merge(record_.findings, hacks::watched_findings(watched.header.at("findings")));
   if (auto observed = hacks::judge_observed_ops(watched.header.value("ops", json::object()))) {
     hacks::merge(record_.findings, {std::move(*observed)});

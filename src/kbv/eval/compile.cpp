@@ -10,6 +10,7 @@
 #include "kbv/eval/published_build.h"
 #include "kbv/eval/sandbox_plan.h"
 #include "kbv/sandbox/explain.h"
+#include "kbv/worker/commands.h"
 
 namespace kbv::eval {
 namespace {
@@ -63,8 +64,7 @@ CompileResult compile_candidate(const CompileRequest& request, const std::string
   {
     WorkerClient worker("candidate", launch, sandbox ? &*sandbox : nullptr, folder ? folder->fd() : -1);
     try {
-      const Reply reply = worker.request({{"cmd", "compile"}, {"candidate", candidate}, {"device", request.device},
-                                          {"background", request.background}},
+      const Reply reply = worker.request(worker::commands::message(worker::commands::Compile{candidate, request.device, request.background}),
                                          std::chrono::duration<double>(request.timeout_seconds));
       result.ahead = reply.header.value("ahead", nlohmann::json::object());
     } catch (const WorkerFailed& failed) {

@@ -17,6 +17,7 @@
 #include "kbv/eval/timing_run.h"
 #include "kbv/hacks/judge.h"
 #include "kbv/measure/statistics.h"
+#include "kbv/worker/commands.h"
 
 namespace kbv::eval {
 namespace {
@@ -124,7 +125,7 @@ std::unique_ptr<WorkerClient> start_candidate_worker(const EvalRequest& request,
   }
   // The worker holds the folder's mount from here on; this descriptor closes on return.
   auto worker = std::make_unique<WorkerClient>("candidate", launch, sandbox ? &*sandbox : nullptr, folder ? folder->fd() : -1);
-  worker->post({{"cmd", "device"}, {"device", request.device}, {"protocol", protocol::to_json(request.protocol)}},
+  worker->post(worker::commands::message(worker::commands::Device{request.device, protocol::to_json(request.protocol)}),
                Seconds(request.timeout_seconds));
   return worker;
 }

@@ -5,8 +5,11 @@
 #include "kbv/eval/evaluation.h"
 #include "kbv/eval/timing_run.h"
 #include "kbv/sandbox/explain.h"
+#include "kbv/worker/commands.h"
 
 namespace kbv::eval {
+
+namespace commands = worker::commands;
 namespace {
 
 using nlohmann::json;
@@ -52,11 +55,8 @@ double error_of(const json& result) { return protocol::error_from_json(result.va
 ReferenceSide::ReferenceSide(ReferenceConfig config, Start start)
     : config_(std::move(config)), worker_("reference", config_.launch), rng_(make_rng(config_.protocol)) {
   config_.progress("reference: loading the problem");
-  const json load = {{"cmd", "load"},
-                     {"problem", config_.problem},
-                     {"device", config_.device},
-                     {"protocol", protocol::to_json(config_.protocol)}};
-  worker_.post(load, Seconds(config_.load_timeout_seconds));
+  worker_.post(commands::message(commands::Load{config_.problem, "", config_.device, protocol::to_json(config_.protocol), nullptr}),
+               Seconds(config_.load_timeout_seconds));
   loading_ = true;
   if (start == Start::now) ready();
 }
@@ -103,15 +103,14 @@ std::vector<ReferenceDraw> ReferenceSide::draws(const std::vector<Draw>& plan, d
     ReferenceDraw d;
     d.draw = draw;
     const bool first = draws.empty();
-    json modes = {"reference"};
+    std::vector<std::string> modes = {"reference"};
     if (first) modes.push_back("reference");
     if (scaled) modes.push_back("baseline");
     try {
       // The outputs stay in the worker: the later modes are judged against the first there, which
       // also measures the first's RMS and finiteness; a candidate's are compared with them there.
-      const Reply reply = worker_.request(
-          {{"cmd", "check"}, {"draw", draw.to_json()}, {"modes", modes}, {"errors_against_first", true}},
-          Seconds(config_.timeout_seconds));
+      const Reply reply =
+          worker_.request(commands::message(commands::Check{draw.to_json(), modes, true}), Seconds(config_.timeout_seconds));
       const json& results = reply.header.at("results");
       if (results.front().contains("bad_output")) {
         throw EvalError("the problem's Model returns no tensors: " + results.front()["bad_output"].get<std::string>());
@@ -148,22 +147,22 @@ void ReferenceSide::measure_baseline() {
   } catch (const std::exception& error) {
     throw EvalError(std::string("timing the baseline failed: ") + error.what());
   }
-  const Reply memory = reference_request(worker_, {{"cmd", "memory"}, {"mode", "baseline"}}, config_.timeout_seconds);
+  const Reply memory = reference_request(worker_, commands::message(commands::Memory{"baseline"}), config_.timeout_seconds);
   baseline_memory_.footprint_bytes = footprint_bytes_;
   protocol::read_memory(memory.header, baseline_memory_);
-  reference_request(worker_, {{"cmd", "drop_pool"}}, config_.timeout_seconds);
+  reference_request(worker_, commands::message(commands::DropPool{}), config_.timeout_seconds);
 }
 
 void ReferenceSide::trace_once(const ReferenceDraw& draw) {
   if (traced()) return;
-  trace_ = reference_request(worker_, {{"cmd", "trace"}, {"draw", draw.draw.to_json()}, {"mode", "baseline"}},
+  trace_ = reference_request(worker_, commands::message(commands::Trace{draw.draw.to_json(), "baseline"}),
                              config_.timeout_seconds)
                .header.at("trace");
 }
 
 double ReferenceSide::copy_seconds(std::int64_t bytes) {
   if (auto known = copy_seconds_.find(bytes); known != copy_seconds_.end()) return known->second;
-  const double seconds = reference_request(worker_, {{"cmd", "floor"}, {"bytes", bytes}}, config_.timeout_seconds)
+  const double seconds = reference_request(worker_, commands::message(commands::Floor{static_cast<std::int64_t>(bytes)}), config_.timeout_seconds)
                              .header.at("copy_seconds");
   copy_seconds_[bytes] = seconds;
   return seconds;
@@ -172,13 +171,8 @@ double ReferenceSide::copy_seconds(std::int64_t bytes) {
 Reply ReferenceSide::request(const json& command) { return reference_request(worker_, command, config_.timeout_seconds); }
 
 check::OutputComparison ReferenceSide::compare(const ReferenceDraw& draw, const json& metas, const Reply& reply, int region_fd) {
-  json command = {{"cmd", "compare"},
-                  {"draw", draw.draw.to_json()},
-                  {"rms", draw.reference_rms},
-                  {"scaled", config_.protocol.comparison == protocol::Comparison::scaled},
-                  {"atol", config_.protocol.atol},
-                  {"rtol", config_.protocol.rtol},
-                  {"outputs", json::array()}};
+  commands::Compare command{draw.draw.to_json(), draw.reference_rms, config_.protocol.comparison == protocol::Comparison::scaled,
+                            config_.protocol.atol, config_.protocol.rtol, json::array()};
   Attachments attachments;
   std::optional<size_t> region_file;
   size_t next_device_file = 0;
@@ -198,10 +192,10 @@ check::OutputComparison ReferenceSide::compare(const ReferenceDraw& draw, const 
       attachments.tensors.push_back(worker::encode(reply.tensors[i]));
       meta = attachments.tensors.back().meta;
     }
-    command["outputs"].push_back(std::move(meta));
+    command.outputs.push_back(std::move(meta));
   }
   return check::comparison_from_json(
-      reference_request(worker_, command, config_.timeout_seconds, attachments).header.at("comparison"));
+      reference_request(worker_, commands::message(command), config_.timeout_seconds, attachments).header.at("comparison"));
 }
 
 }  // namespace kbv::eval

@@ -6,8 +6,11 @@
 
 #include "kbv/measure/statistics.h"
 #include "kbv/measure/stopping_criterion.h"
+#include "kbv/worker/commands.h"
 
 namespace kbv::eval {
+
+namespace commands = worker::commands;
 namespace {
 
 std::unique_ptr<measure::StoppingCriterion> make_criterion(const protocol::Timing& t) {
@@ -36,18 +39,14 @@ TimingRun run_timing(WorkerClient& worker, const std::string& mode, const protoc
   const std::chrono::duration<double> timeout(timeout_seconds);
   std::vector<std::uint64_t> seeds = fresh_seeds(rng, t.pool_sets);
   const std::optional<CpuReading> cpu_before = worker.cpu_time();
-  worker.request({{"cmd", "pool"}, {"seeds", seeds}}, timeout);
+  worker.request(commands::message(commands::Pool{seeds}), timeout);
   int fills = t.pool_sets;
-  const Reply warmed = worker.request({{"cmd", "warmup"},
-                                       {"calls", t.warmup_calls},
-                                       {"seconds", t.warmup_seconds},
-                                       {"max_seconds", t.warmup_max_seconds},
-                                       {"mode", mode}},
-                                      timeout);
+  const Reply warmed =
+      worker.request(commands::message(commands::Warmup{t.warmup_calls, t.warmup_seconds, t.warmup_max_seconds, mode}), timeout);
 
   TimingRun run;
   run.result.clock = warmed.header.at("clock");
-  run.result.flags = worker.request({{"cmd", "flags"}, {"mode", mode}}, timeout).header.at("flags");
+  run.result.flags = worker.request(commands::message(commands::Flags{mode}), timeout).header.at("flags");
   auto criterion = make_criterion(t);
   const int most = t.fixed_samples > 0 ? t.fixed_samples : t.max_samples;
   // Calls made. Each round times every set once, in an order drawn for the round (a candidate
@@ -76,8 +75,8 @@ TimingRun run_timing(WorkerClient& worker, const std::string& mode, const protoc
       content.push_back(seeds[set]);
       calls.push_back(std::move(call));
     }
-    const Reply timed = worker.request(
-        {{"cmd", "timed_calls"}, {"mode", mode}, {"calls", calls}, {"points", sketch ? t.sketch_points : 0}}, timeout);
+    const Reply timed =
+        worker.request(commands::message(commands::TimedCalls{mode, calls, sketch ? t.sketch_points : 0}), timeout);
     run.result.cpu = timed.header.at("cpu");
     run.result.gpu = timed.header.value("gpu", nlohmann::json());
     size_t next = 0;

@@ -17,6 +17,7 @@
 #include "kbv/sandbox/explain.h"
 #include "kbv/worker/fd_passing.h"
 #include "kbv/worker/tensor_codec.h"
+#include "kbv/worker/commands.h"
 
 namespace kbv::eval {
 
@@ -297,7 +298,7 @@ void WorkerClient::begin_shutdown() {
   if (!running_) return;
   running_ = false;
   try {
-    process_.send({{"cmd", "exit"}}, {}, std::chrono::steady_clock::now() + std::chrono::seconds(5));
+    process_.send(worker::commands::message(worker::commands::Exit{}), {}, std::chrono::steady_clock::now() + std::chrono::seconds(5));
     process_.receive(std::chrono::steady_clock::now() + std::chrono::seconds(5));
   } catch (const std::exception&) {
     // Already gone: reaped by shutdown() either way.

@@ -156,15 +156,15 @@ py::object Session::import_candidate(const std::string& path) {
   return loaded_candidate(python::harness().attr("load_candidate")(path, "kbv_candidate"));
 }
 
-nlohmann::json Session::compile(const nlohmann::json& command) {
+nlohmann::json Session::compile(const commands::Compile& command) {
   // SCHED_IDLE runs only where a core has nothing else to run; the compilers the build starts
   // inherit it (sched(7)). Lowering one's own priority needs no privilege.
-  if (command.value("background", false)) {
+  if (command.background) {
     const sched_param none{};
     KBV_SYSCALL(sched_setscheduler(0, SCHED_IDLE, &none));
   }
-  select_device(command.at("device"));
-  const std::string path = command.at("candidate");
+  select_device(command.device);
+  const std::string& path = command.candidate;
   candidate_ = import_candidate(path);
   try {
     return to_json(python::harness().attr("build_ahead")(candidate_, path));
@@ -173,9 +173,9 @@ nlohmann::json Session::compile(const nlohmann::json& command) {
   }
 }
 
-nlohmann::json Session::load(const nlohmann::json& command) {
+nlohmann::json Session::load(const commands::Load& command) {
   py::module_& harness = python::harness();
-  protocol_ = command.at("protocol");
+  protocol_ = command.protocol;
   nlohmann::json facts = {{"versions", harness.attr("versions")().cast<std::map<std::string, std::string>>()}};
   if (const double entered = sandbox::setup_seconds(); entered >= 0) facts["sandbox_setup_seconds"] = entered;
   // Each step's seconds, where the load's time goes (the record's import_steps_seconds).
@@ -186,8 +186,7 @@ nlohmann::json Session::load(const nlohmann::json& command) {
     last = now;
   };
 
-  const std::string device_name = command.at("device");
-  facts.update(select_device(device_name));
+  facts.update(select_device(command.device));
   protocol::Timing timing;
   timing.device_sync = protocol_.at("timing").at("device_sync");
   timing.l2_flush_bytes = protocol_.at("timing").at("l2_flush_bytes");
@@ -196,7 +195,7 @@ nlohmann::json Session::load(const nlohmann::json& command) {
   memory_ = measure::make_memory_meter(device_);
   step("device_and_timer");
 
-  const std::string problem_path = command.at("problem");
+  const std::string& problem_path = command.problem;
   problem_ = guarded(FailureKind::problem_error, "cannot import the problem " + problem_path,
                      [&] { return harness.attr("load_module")(problem_path, "kbv_problem"); });
   for (const char* name : {"Model", "get_inputs", "get_init_inputs"}) {
@@ -210,9 +209,9 @@ nlohmann::json Session::load(const nlohmann::json& command) {
   const std::uint64_t seed = protocol_.at("init_seed");
   const std::int64_t before = memory_->allocated();
   step("problem");
-  if (role_ == Role::candidate && command.contains("draw")) {
+  if (role_ == Role::candidate && !command.draw.is_null()) {
     // What this process draws for a seed before any of the candidate's code ran.
-    facts["draw_checksum"] = input_checksum(draw(command["draw"]));
+    facts["draw_checksum"] = input_checksum(draw(command.draw));
     step("draw_before_import");
   }
 
@@ -225,7 +224,7 @@ nlohmann::json Session::load(const nlohmann::json& command) {
                      [&] { return harness.attr("build")(problem_.attr("Model"), init, seed); });
     step("construct");
   } else {
-    const std::string candidate_path = command.at("candidate");
+    const std::string& candidate_path = command.candidate;
     if (protocol_.at("detection").at("enabled").get<bool>()) {
       watch_.emplace(problem_path, candidate_path);
       candidate_ = loaded_candidate(watch_->import_candidate());
@@ -256,7 +255,7 @@ nlohmann::json Session::load(const nlohmann::json& command) {
   }
   if (py::hasattr(model_, "to")) {
     model_ = guarded(role_ == Role::candidate ? FailureKind::runtime_error : FailureKind::problem_error, "moving the module to the device raised",
-                     [&] { return model_.attr("to")(device_name); });
+                     [&] { return model_.attr("to")(command.device); });
   }
   measure::synchronize(device_);
   step("to_device");

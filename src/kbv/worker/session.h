@@ -17,6 +17,7 @@
 #include "kbv/measure/timer.h"
 #include "kbv/protocol/protocol.h"
 #include "kbv/worker/candidate_watch.h"
+#include "kbv/worker/commands.h"
 #include "kbv/worker/cpu_ledger.h"
 #include "kbv/worker/failure.h"
 #include "kbv/worker/gpu_ledger.h"
@@ -36,11 +37,11 @@ class Session {
 
   // Imports the problem (and, for the candidate role, the candidate: its kernels compile now),
   // constructs the module, moves it to the device. Returns facts for the record.
-  nlohmann::json load(const nlohmann::json& command);
+  nlohmann::json load(const commands::Load& command);
   // Imports the candidate (building its kernels into the extension cache), then builds the
   // extensions it would build later (harness.build_ahead): `kbv compile`. Returns what
   // build_ahead built, failed and missed.
-  nlohmann::json compile(const nlohmann::json& command);
+  nlohmann::json compile(const commands::Compile& command);
   // Selects the device and creates its context (CUDA's, ~0.25 s on the H200), so that the parent
   // can have it done while it waits on something else; `load` then finds it ready. With a
   // protocol (protocol::to_json's form), also runs once the kernels its steps will use

@@ -28,6 +28,7 @@
 #include "kbv/sandbox/environment.h"
 #include "kbv/sandbox/explain.h"
 #include "kbv/worker/channel.h"
+#include "kbv/worker/commands.h"
 #include "kbv/worker/device_handoff.h"
 #include "kbv/worker/fd_passing.h"
 #include "kbv/worker/session.h"
@@ -144,14 +145,15 @@ void release_cached_device_memory(const Session& session) {
 // TF32 baseline), the first mode's says whether its outputs are all finite, each one's RMS and
 // their size, measured where they lie (on the device when large). A candidate's outputs are
 // compared with the reference's here too (`compare`).
-void check_draw(Session& session, const json& command, bool against_first, json& header,
-                std::vector<EncodedTensor>& tensors, std::vector<UniqueFd>& files) {
-  const pybind11::list inputs = session.draw(command.at("draw"));
+void check_draw(Session& session, const commands::Check& command, json& header, std::vector<EncodedTensor>& tensors,
+                std::vector<UniqueFd>& files) {
+  const bool against_first = command.errors_against_first;
+  const pybind11::list inputs = session.draw(command.draw);
   header = {{"status", "ok"}, {"checksum", input_checksum(inputs)}, {"results", json::array()}};
   std::optional<FirstOutputs> first;
-  for (const json& mode : command.at("modes")) {
-    const std::string family = command.at("draw").value("family", "standard");
-    Forward forward = session.forward(mode.get<std::string>(), inputs, "check on " + family + " inputs");
+  for (const std::string& mode : command.modes) {
+    const std::string family = command.draw.value("family", "standard");
+    Forward forward = session.forward(mode, inputs, "check on " + family + " inputs");
     json result = {{"mode", mode}};
     if (forward.bad_output) {
       result["bad_output"] = *forward.bad_output;
@@ -174,12 +176,11 @@ void check_draw(Session& session, const json& command, bool against_first, json&
   }
 }
 
-void handle_check(Session& session, Channel& channel, const json& command) {
+void handle_check(Session& session, Channel& channel, const commands::Check& command) {
   json header;
   std::vector<EncodedTensor> tensors;
   std::vector<UniqueFd> files;
-  const bool against_first = command.value("errors_against_first", false);
-  check_draw(session, command, against_first, header, tensors, files);
+  check_draw(session, command, header, tensors, files);
   release_cached_device_memory(session);
   send_files(files);
   reply(channel, header, tensors);
@@ -191,10 +192,11 @@ void handle_check(Session& session, Channel& channel, const json& command) {
 // views into the candidate's output region, or as the candidate's device memory (device_handoff.h);
 // the parent hands the files over with the command, each output names its own ("file"). A large
 // pair is compared on the device, where the reference's output lies.
-check::OutputComparison compare_draw(Session& session, const json& command, std::vector<std::vector<std::byte>>& blobs) {
+check::OutputComparison compare_draw(Session& session, const commands::Compare& command, std::size_t file_count,
+                                     std::vector<std::vector<std::byte>>& blobs) {
   std::vector<UniqueFd> files;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (files.size() < command.value("files", size_t{0})) {
+  while (files.size() < file_count) {
     PassedFds received = receive_fds(kFileSocketFd, deadline);
     if (received.status != PassedFds::Status::message) throw Failure(FailureKind::internal, "compare: the files did not come with the command");
     for (UniqueFd& fd : received.fds) files.push_back(std::move(fd));
@@ -207,7 +209,7 @@ check::OutputComparison compare_draw(Session& session, const json& command, std:
   std::map<size_t, std::shared_ptr<const SharedRegion>> regions;
   std::vector<at::Tensor> outputs;
   size_t blob = 0;
-  for (const json& meta : command.at("outputs")) {
+  for (const json& meta : command.outputs) {
     if (meta.contains("region")) {
       const size_t index = meta.at("file");
       if (!regions.count(index)) regions[index] = SharedRegion::open_received(std::move(file(meta)));
@@ -227,7 +229,7 @@ check::OutputComparison compare_draw(Session& session, const json& command, std:
       outputs.push_back(decode(meta, std::move(blobs[blob++])));
     }
   }
-  const pybind11::list inputs = session.draw(command.at("draw"));
+  const pybind11::list inputs = session.draw(command.draw);
   Forward forward = session.forward("reference", inputs, "reference for a candidate's check");
   if (forward.bad_output) throw Failure(FailureKind::internal, "the reference for a checked draw: " + *forward.bad_output);
   std::vector<at::Tensor>& reference = forward.outputs;
@@ -235,12 +237,13 @@ check::OutputComparison compare_draw(Session& session, const json& command, std:
     reference[i] = comparable(reference[i]);
     outputs[i] = outputs[i].to(reference[i].device());
   }
-  return check::compare_outputs(outputs, reference, command.at("rms").get<std::vector<double>>(), command.at("scaled"),
-                                command.value("atol", 0.0), command.value("rtol", 0.0));
+  return check::compare_outputs(outputs, reference, command.rms, command.scaled, command.atol, command.rtol);
 }
 
-void handle_compare(Session& session, Channel& channel, const json& command, std::vector<std::vector<std::byte>>& blobs) {
-  const check::OutputComparison comparison = compare_draw(session, command, blobs);
+void handle_compare(Session& session, Channel& channel, const json& header, std::vector<std::vector<std::byte>>& blobs) {
+  // "files": the transport's count of the files handed over with the command (eval/worker_client).
+  const check::OutputComparison comparison =
+      compare_draw(session, commands::read<commands::Compare>(header), header.value("files", std::size_t{0}), blobs);
   release_cached_device_memory(session);
   reply(channel, {{"status", "ok"}, {"comparison", check::to_json(comparison)}});
 }
@@ -248,11 +251,11 @@ void handle_compare(Session& session, Channel& channel, const json& command, std
 // `sketches`: for each of the candidate's timed calls (its content seed and sketch seed), the
 // reference's outputs on the same standard draw, sampled at the same positions, with their RMS.
 // Many calls per request: one round trip each cost more than the call.
-void handle_sketches(Session& session, Channel& channel, const json& command) {
-  const int points = command.at("points");
+void handle_sketches(Session& session, Channel& channel, const commands::Sketches& command) {
+  const int points = command.points;
   json header = {{"status", "ok"}, {"results", json::array()}};
   std::vector<EncodedTensor> tensors;
-  for (const json& call : command.at("calls")) {
+  for (const json& call : command.calls) {
     const pybind11::list inputs = session.draw_standard(call.at("seed").get<std::uint64_t>());
     const Forward forward = session.forward("reference", inputs, "check of a timed call's inputs");
     if (forward.bad_output) throw Failure(FailureKind::internal, "the reference on a timed call's inputs: " + *forward.bad_output);
@@ -272,13 +275,13 @@ void handle_sketches(Session& session, Channel& channel, const json& command) {
 // sampled at positions drawn here after the call returned: no seed exists while it computes. The
 // samples stay on the device until the batch's last call: no copy to or from the host runs
 // between two timed calls (the reference's worker copies nothing between its baseline's).
-void handle_timed_calls(Session& session, Channel& channel, const json& command) {
-  const std::string mode = command.at("mode");
-  const int points = command.at("points");
+void handle_timed_calls(Session& session, Channel& channel, const commands::TimedCalls& command) {
+  const std::string& mode = command.mode;
+  const int points = command.points;
   static std::random_device entropy;
   json header = {{"status", "ok"}, {"results", json::array()}};
   std::vector<std::vector<at::Tensor>> gathered;  // per call, on the device
-  for (const json& call : command.at("calls")) {
+  for (const json& call : command.calls) {
     const size_t set = call.at("set");
     if (call.contains("fill")) session.fill_set(set, call["fill"].get<std::uint64_t>());
     const measure::TimedCall timed = session.timed_call(set, mode);
@@ -302,73 +305,79 @@ void handle_timed_calls(Session& session, Channel& channel, const json& command)
 }
 
 void handle(Session& session, Channel& channel, Message& message) {
-  const json& command = message.header;
-  const std::string name = command.at("cmd");
+  const json& header = message.header;
+  const std::string name = header.at("cmd");
+  using namespace commands;
   if (output_region) output_region->begin_command();
   // The timing's commands, in its order; any other ends it.
-  if (name != "pool" && name != "warmup" && name != "flags" && name != "timed_calls") session.end_timing();
-  if (name == "load") {
-    json facts = session.load(command);
+  if (name != Pool::kName && name != Warmup::kName && name != Flags::kName && name != TimedCalls::kName) session.end_timing();
+  if (name == Load::kName) {
+    json facts = session.load(read<Load>(header));
     facts["status"] = "ok";
     reply(channel, facts);
-  } else if (name == "device") {
-    session.start_device(command.at("device"), command.value("protocol", json()));
+  } else if (name == Device::kName) {
+    const Device command = read<Device>(header);
+    session.start_device(command.device, command.protocol);
     reply(channel, {{"status", "ok"}});
-  } else if (name == "compile") {
-    reply(channel, {{"status", "ok"}, {"ahead", session.compile(command)}});
-  } else if (name == "check") {
-    handle_check(session, channel, command);
-  } else if (name == "compare") {
-    handle_compare(session, channel, command, message.blobs);
-  } else if (name == "sketches") {
-    handle_sketches(session, channel, command);
-  } else if (name == "pool") {
+  } else if (name == Compile::kName) {
+    reply(channel, {{"status", "ok"}, {"ahead", session.compile(read<Compile>(header))}});
+  } else if (name == Check::kName) {
+    handle_check(session, channel, read<Check>(header));
+  } else if (name == Compare::kName) {
+    handle_compare(session, channel, header, message.blobs);
+  } else if (name == Sketches::kName) {
+    handle_sketches(session, channel, read<Sketches>(header));
+  } else if (name == Pool::kName) {
     session.begin_timing();
-    session.fill_pool(command.at("seeds").get<std::vector<std::uint64_t>>());
+    session.fill_pool(read<Pool>(header).seeds);
     reply(channel, {{"status", "ok"}});
-  } else if (name == "drop_pool") {
+  } else if (name == DropPool::kName) {
     session.drop_pool();
     release_cached_device_memory(session);
     reply(channel, {{"status", "ok"}});
-  } else if (name == "warmup") {
-    session.warm_up(command.at("calls"), command.at("seconds"), command.at("max_seconds"), command.at("mode"));
+  } else if (name == Warmup::kName) {
+    const Warmup command = read<Warmup>(header);
+    session.warm_up(command.calls, command.seconds, command.max_seconds, command.mode);
     reply(channel, {{"status", "ok"}, {"clock", session.clock()}});
-  } else if (name == "flags") {
-    reply(channel, {{"status", "ok"}, {"flags", session.apply_flags(command.at("mode"))}});
-  } else if (name == "timed_calls") {
-    handle_timed_calls(session, channel, command);
-  } else if (name == "memory") {
-    json memory = session.measure_memory(command.at("mode"));
+  } else if (name == Flags::kName) {
+    reply(channel, {{"status", "ok"}, {"flags", session.apply_flags(read<Flags>(header).mode)}});
+  } else if (name == TimedCalls::kName) {
+    handle_timed_calls(session, channel, read<TimedCalls>(header));
+  } else if (name == Memory::kName) {
+    json memory = session.measure_memory(read<Memory>(header).mode);
     memory["status"] = "ok";
     reply(channel, memory);
-  } else if (name == "screen") {
+  } else if (name == Screen::kName) {
     // Before anything of the candidate runs: only its text is read.
-    json screened = to_json(python::screen().attr("screen")(command.at("candidate").get<std::string>()));
+    json screened = to_json(python::screen().attr("screen")(read<Screen>(header).candidate));
     screened["status"] = "ok";
     reply(channel, screened);
-  } else if (name == "floor") {
-    const double seconds = session.copy_seconds(command.at("bytes"));
+  } else if (name == Floor::kName) {
+    const double seconds = session.copy_seconds(read<Floor>(header).bytes);
     release_cached_device_memory(session);  // two buffers of the outputs' size
     reply(channel, {{"status", "ok"}, {"copy_seconds", seconds}});
-  } else if (name == "trace") {
-    const json trace = session.trace(command.at("draw"), command.at("mode"));
+  } else if (name == Trace::kName) {
+    const Trace command = read<Trace>(header);
+    const json trace = session.trace(command.draw, command.mode);
     release_cached_device_memory(session);
     reply(channel, {{"status", "ok"}, {"trace", trace}});
-  } else if (name == "probe") {
+  } else if (name == Probe::kName) {
+    const Probe command = read<Probe>(header);
     std::vector<at::Tensor> refreshed;
-    json header = {{"status", "ok"}, {"probe", session.probe(command.at("draw"), command.value("refresh", json()), &refreshed)}};
+    json reply_header = {{"status", "ok"}, {"probe", session.probe(command.draw, command.refresh, &refreshed)}};
     std::vector<EncodedTensor> tensors;
     std::vector<UniqueFd> files;
-    attach_for_comparison(tensors, header["outputs"], refreshed, files);  // the refreshed call's outputs
+    attach_for_comparison(tensors, reply_header["outputs"], refreshed, files);  // the refreshed call's outputs
     refreshed.clear();
     release_cached_device_memory(session);
     send_files(files);
-    reply(channel, header, tensors);
-  } else if (name == "audit") {
-    const json facts = session.audit(command.at("draw"), command.at("other"));
+    reply(channel, reply_header, tensors);
+  } else if (name == Audit::kName) {
+    const Audit command = read<Audit>(header);
+    const json facts = session.audit(command.draw, command.other);
     release_cached_device_memory(session);  // audits of other problems may share the device (kbv audit --jobs)
     reply(channel, {{"status", "ok"}, {"facts", facts}});
-  } else if (name == "findings") {
+  } else if (name == Findings::kName) {
     reply(channel, {{"status", "ok"}, {"findings", session.findings()}, {"ops", session.observed_ops()}});
   } else {
     throw Failure(FailureKind::internal, "unknown worker command '" + name + "'");
@@ -406,7 +415,7 @@ int serve_worker(Role role) {
       return 0;  // the parent is gone or done
     }
     command_nonce = message.header.value(kNonceField, json());
-    if (message.header.value("cmd", "") == "exit") {
+    if (message.header.value("cmd", "") == commands::Exit::kName) {
       reply(channel, {{"status", "ok"}});
       std::fflush(nullptr);
       _exit(0);  // skip interpreter and torch teardown
