@@ -67,29 +67,37 @@ fs::path nvcc() {
 // build folder) rebuilt every cached extension; the same wrapper now keeps one path. The copy is
 // made in a folder of its own, then renamed into place: a concurrent build sees both files or
 // none. Where the cache takes no copy, the wrapper beside kbv; empty where there is none.
-fs::path wrapper_in_cache(const fs::path& kbv_dir, const std::string& cache_dir) {
-  static constexpr const char* kFiles[] = {"kbv-pch-c++", "kbv_pch.py"};
+constexpr const char* kWrapperFiles[] = {"kbv-pch-c++", "kbv_pch.py"};
+
+// The wrapper's two files beside kbv in `kbv_dir`, one after the other; empty where one is missing.
+std::string wrapper_content(const fs::path& kbv_dir) {
   std::string content;
-  for (const char* file : kFiles) {
+  for (const char* file : kWrapperFiles) {
     std::ifstream in(kbv_dir / file, std::ios::binary);
     if (!in) return {};
     content += std::string(std::istreambuf_iterator<char>(in), {}) + '\0';
   }
+  return content;
+}
+
+fs::path wrapper_in_cache(const fs::path& kbv_dir, const std::string& cache_dir) {
+  const std::string content = wrapper_content(kbv_dir);
+  if (content.empty()) return {};
   const fs::path dir = fs::path(cache_dir) / "toolchain" / content_key(content);
   std::error_code error;
-  if (fs::is_regular_file(dir / kFiles[0], error)) return dir / kFiles[0];
+  if (fs::is_regular_file(dir / kWrapperFiles[0], error)) return dir / kWrapperFiles[0];
   static std::atomic<int> copies{0};
   const fs::path staging = dir.string() + ".tmp-" + std::to_string(getpid()) + "-" + std::to_string(copies++);
   fs::create_directories(staging, error);
-  for (const char* file : kFiles) {
+  for (const char* file : kWrapperFiles) {
     if (!error) fs::copy_file(kbv_dir / file, staging / file, error);  // with the file's permissions
   }
   if (!error) fs::rename(staging, dir, error);  // fails where another copy got there first
   // Whatever is left of the staging folder; by unlink and rmdir, not std::filesystem::remove_all,
   // which resolves to libtorch's own copy here and crashes.
-  for (const char* file : kFiles) ::unlink((staging / file).c_str());
+  for (const char* file : kWrapperFiles) ::unlink((staging / file).c_str());
   ::rmdir(staging.c_str());
-  return fs::is_regular_file(dir / kFiles[0], error) ? dir / kFiles[0] : kbv_dir / kFiles[0];
+  return fs::is_regular_file(dir / kWrapperFiles[0], error) ? dir / kWrapperFiles[0] : kbv_dir / kWrapperFiles[0];
 }
 
 std::string torch_library() {
@@ -103,6 +111,16 @@ std::string torch_library() {
 std::string toolchain_identity(const std::string& device) {
   const std::string cxx = cxx_compiler();
   std::string identity = cxx + " = " + file_identity(find_executable(cxx)) + "\n";
+  // The compiler wrapper builds run (its path is in their build files: another wrapper, another
+  // build), by the content of this kbv's copy.
+  if (environment("KBV_PCH") != "off") {
+    static const std::string wrapper = [] {
+      std::error_code error;
+      const std::string content = wrapper_content(fs::read_symlink("/proc/self/exe", error).parent_path());
+      return content.empty() ? std::string("none") : content_key(content);
+    }();
+    identity += "compiler wrapper = " + wrapper + "\n";
+  }
   if (device == "cuda") identity += "nvcc = " + file_identity(nvcc()) + "\n";
   return identity + "torch = " + torch_library();
 }

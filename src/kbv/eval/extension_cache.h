@@ -38,7 +38,8 @@ void add_build_environment(WorkerLaunch& launch, const std::string& cache_dir, c
 // The files a build on `device` runs or links, as load_inline finds them here: the C++ compiler
 // ($CXX, else c++), for cuda nvcc ($PYTORCH_NVCC, else under $CUDA_HOME or $CUDA_PATH, else on
 // PATH, else /usr/local/cuda), and torch's own library; each by its resolved path, size and
-// modification time (a stat each, no process started).
+// modification time (a stat each, no process started); and, unless KBV_PCH=off, kbv's compiler
+// wrapper by its content (a build made through another wrapper would be built again on every use).
 std::string toolchain_identity(const std::string& device);
 
 }  // namespace kbv::eval
