@@ -16,6 +16,7 @@
 #include "kbv/eval/timed_output_checks.h"
 #include "kbv/eval/timing_run.h"
 #include "kbv/hacks/judge.h"
+#include "kbv/measure/stability.h"
 #include "kbv/measure/statistics.h"
 #include "kbv/worker/commands.h"
 
@@ -64,7 +65,8 @@ const ReferenceDraw* first_standard(const std::vector<ReferenceDraw>& references
 
 // The parent's judgements once both sides are measured: the physical floor, work outside the
 // timed calls (CPU and device), the findings settled into the verdict, the speedup with its
-// interval (taken over rounds where the calls were uneven and that is lower).
+// interval (taken over rounds where the calls were uneven and that is lower) and whether it can be
+// trusted as a figure of the kernels (measure/stability.h).
 void judge_measured(Record& record, const protocol::Protocol& protocol, std::optional<double> copy_seconds,
                     std::int64_t output_bytes) {
   if (copy_seconds && record.candidate_timing) {
@@ -104,6 +106,14 @@ void judge_measured(Record& record, const protocol::Protocol& protocol, std::opt
         hacks::merge(record.findings, {std::move(*uneven)});
       }
     }
+    const protocol::Timing& t = protocol.timing;
+    const measure::SideTiming baseline{record.baseline->samples, record.baseline->launch_samples, record.baseline->host};
+    const measure::SideTiming candidate{record.candidate_timing->samples, record.candidate_timing->launch_samples,
+                                        record.candidate_timing->host};
+    // On the CPU there is no launch to cover: a call's host path is the call.
+    const double cover = record.device == "cuda" ? t.launch_cover_seconds : 0.0;
+    record.stability = measure::judge_stability(
+        baseline, candidate, {t.unreliable_other_cores, t.unreliable_steal_share, t.unreliable_scatter_share, cover});
   }
 }
 

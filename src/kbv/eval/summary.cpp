@@ -100,6 +100,12 @@ std::string summarize(const protocol::Record& r) {
       out << "  speedup    " << format("%.3fx", *r.speedup);
       if (r.speedup_ci_low) out << "  95% CI [" << format("%.3f", *r.speedup_ci_low) << ", " << format("%.3f", *r.speedup_ci_high) << "]";
       out << "\n";
+      if (r.stability.is_object() && !r.stability.value("reliable", true)) {
+        out << "  UNRELIABLE: the figure follows the machine, not only the kernels\n";
+        for (const auto& reason : r.stability.at("reasons")) {
+          out << "    " << reason.value("id", "?") << " (" << reason.value("side", "?") << "): " << reason.value("why", "") << "\n";
+        }
+      }
     }
     if (r.timed_outputs_checked > 0) out << "  timed outputs checked: " << r.timed_outputs_checked << "\n";
   }

@@ -1,9 +1,11 @@
 #include "kbv/eval/timing_run.h"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <numeric>
 
+#include "kbv/measure/host_load.h"
 #include "kbv/measure/statistics.h"
 #include "kbv/measure/stopping_criterion.h"
 #include "kbv/worker/commands.h"
@@ -39,6 +41,8 @@ TimingRun run_timing(WorkerClient& worker, const std::string& mode, const protoc
   const std::chrono::duration<double> timeout(timeout_seconds);
   std::vector<std::uint64_t> seeds = fresh_seeds(rng, t.pool_sets);
   const std::optional<CpuReading> cpu_before = worker.cpu_time();
+  const std::optional<measure::CpuCounters> host_before = measure::read_cpu_counters();
+  const auto began = std::chrono::steady_clock::now();
   worker.request(commands::message(commands::Pool{seeds}), timeout);
   int fills = t.pool_sets;
   const Reply warmed =
@@ -98,6 +102,12 @@ TimingRun run_timing(WorkerClient& worker, const std::string& mode, const protoc
   // The worker's CPU time read now, before anything else runs in it: the last reply was its
   // last step of the timing.
   const std::optional<CpuReading> cpu_after = worker.cpu_time();
+  const std::optional<measure::CpuCounters> host_after = measure::read_cpu_counters();
+  if (host_before && host_after && cpu_before && cpu_after && cpu_before->source == cpu_after->source) {
+    run.result.host = measure::host_load(*host_before, *host_after,
+                                         std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(),
+                                         cpu_after->seconds - cpu_before->seconds);
+  }
   if (run.result.cpu.is_object()) {
     run.result.cpu["fills"] = fills;
     if (cpu_before && cpu_after && cpu_before->source == cpu_after->source) {

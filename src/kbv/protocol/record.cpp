@@ -23,6 +23,7 @@ json to_json(const TimingResult& t) {
   }
   if (!t.cpu.is_null()) out["cpu"] = t.cpu;
   if (!t.gpu.is_null()) out["gpu"] = t.gpu;
+  if (!t.host.is_null()) out["host"] = t.host;
   return out;
 }
 
@@ -88,6 +89,7 @@ json to_json(const Record& r) {
   }
   if (r.speedup) timing["speedup"] = *r.speedup;
   if (r.speedup_ci_low) timing["speedup_ci"] = {*r.speedup_ci_low, *r.speedup_ci_high};
+  if (!r.stability.is_null()) timing["stability"] = r.stability;
   timing["timed_outputs_checked"] = r.timed_outputs_checked;
 
   json memory = json::object();

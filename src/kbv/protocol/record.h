@@ -63,6 +63,8 @@ struct TimingResult {
   // Where the device's time went over the same span, on a GPU under a protocol that looks for
   // hacks: the GPU ledger's totals (worker/gpu_ledger.h), or why it could not record.
   nlohmann::json gpu;
+  // The host over the same span (measure/host_load.h): other processes' work beside the timing, steal.
+  nlohmann::json host;
 };
 
 struct MemoryResult {
@@ -94,6 +96,7 @@ struct Record {
   nlohmann::json probe;  // the hack probe's measurements (repeat, poison, trace), when it ran
   std::optional<TimingResult> baseline, candidate_timing;
   std::optional<double> speedup, speedup_ci_low, speedup_ci_high;
+  nlohmann::json stability;  // measure/stability.h's judgement of the speedup; null without one
   std::optional<MemoryResult> baseline_memory, candidate_memory;
   std::string candidate_log, reference_log;  // tails of the workers' stdout+stderr
   nlohmann::json versions;

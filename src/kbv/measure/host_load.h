@@ -1,0 +1,27 @@
+// How busy the host was while one side was timed: the machine's CPU use as the kernel counts it
+// (/proc/stat's aggregate line), read before and after, against the timed worker's own CPU time.
+// What is left is work of other processes that shared the cores with the timing (a noisy
+// neighbour, another evaluation), and steal, the time a hypervisor gave the cores to another guest.
+#pragma once
+
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+namespace kbv::measure {
+
+struct CpuCounters {
+  double busy_seconds = 0;   // all cores together: user, nice, system, irq, softirq
+  double total_seconds = 0;  // the above, idle, iowait and steal
+  double steal_seconds = 0;
+};
+
+// The counters now; none where /proc/stat cannot be read.
+std::optional<CpuCounters> read_cpu_counters();
+
+// The host over a window of `wall_seconds` in which the timed worker used `worker_cpu_seconds`:
+// {"cores", "busy_cores" (all processes), "other_cores" (busy_cores less the worker's),
+// "steal_share" (of all cores' time), "wall_seconds"}.
+nlohmann::json host_load(const CpuCounters& before, const CpuCounters& after, double wall_seconds, double worker_cpu_seconds);
+
+}  // namespace kbv::measure

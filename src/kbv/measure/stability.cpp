@@ -1,0 +1,55 @@
+#include "kbv/measure/stability.h"
+
+#include <string>
+
+#include "kbv/measure/statistics.h"
+
+namespace kbv::measure {
+namespace {
+
+using nlohmann::json;
+
+void judge_side(const char* side, const SideTiming& timing, const StabilityLimits& limits, json& reasons) {
+  if (timing.host.is_object()) {
+    const double other = timing.host.value("other_cores", 0.0);
+    if (other > limits.other_cores) {
+      reasons.push_back({{"id", "host_contention"}, {"side", side}, {"other_cores", other}, {"limit", limits.other_cores},
+                         {"why", "other processes kept cores busy while it was timed: its calls waited for a core or a cache"}});
+    }
+    const double steal = timing.host.value("steal_share", 0.0);
+    if (steal > limits.steal_share) {
+      reasons.push_back({{"id", "steal"}, {"side", side}, {"steal_share", steal}, {"limit", limits.steal_share},
+                         {"why", "the hypervisor gave the cores to another guest while it was timed"}});
+    }
+  }
+  if (!timing.samples.empty()) {
+    const double middle = median(timing.samples);
+    std::size_t scattered = 0;
+    for (const double s : timing.samples) scattered += s > 2 * middle || s < middle / 2;
+    const double share = static_cast<double>(scattered) / static_cast<double>(timing.samples.size());
+    if (share > limits.scatter_share) {
+      reasons.push_back({{"id", "scattered_samples"}, {"side", side}, {"share", share}, {"limit", limits.scatter_share},
+                         {"why", "its samples fall in groups far apart (beyond twice the median or below half of it): "
+                                 "the median depends on which group the run happened to fill"}});
+    }
+  }
+  if (limits.launch_cover_seconds > 0 && !timing.launch_samples.empty()) {
+    const double launch = median(timing.launch_samples);
+    if (launch > limits.launch_cover_seconds) {
+      reasons.push_back({{"id", "host_bound"}, {"side", side}, {"launch_seconds", launch}, {"limit", limits.launch_cover_seconds},
+                         {"why", "the host took longer to launch a call than the launch cover keeps the device busy: the "
+                                 "device waited for the host inside the timed region, so the figure follows the host's speed"}});
+    }
+  }
+}
+
+}  // namespace
+
+json judge_stability(const SideTiming& baseline, const SideTiming& candidate, const StabilityLimits& limits) {
+  json reasons = json::array();
+  judge_side("baseline", baseline, limits, reasons);
+  judge_side("candidate", candidate, limits, reasons);
+  return {{"reliable", reasons.empty()}, {"reasons", std::move(reasons)}};
+}
+
+}  // namespace kbv::measure

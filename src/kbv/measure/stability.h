@@ -1,0 +1,30 @@
+// Whether a speedup can be trusted as a figure of the kernels and not of the machine (PROTOCOL.md,
+// "Stability"): each side's timing is judged on what was measured beside it, and the speedup is
+// unreliable when either side's is. Pure: the record's facts in, the judgement out.
+#pragma once
+
+#include <span>
+
+#include <nlohmann/json.hpp>
+
+namespace kbv::measure {
+
+// What the judgement reads of one side's timing.
+struct SideTiming {
+  std::span<const double> samples;         // seconds
+  std::span<const double> launch_samples;  // the host's seconds from the start event to the call's return
+  nlohmann::json host;                     // host_load.h's, or null where it could not be read
+};
+
+struct StabilityLimits {
+  double other_cores = 0.5;     // other processes' work beside the timing, in cores
+  double steal_share = 0.05;    // of the cores' time, given to another guest
+  double scatter_share = 0.25;  // samples beyond twice the side's median or below half of it
+  double launch_cover_seconds = 0;  // > 0: a side whose median host path outgrows it is host-bound
+};
+
+// {"reliable": bool, "reasons": [{"id", "side", the measured value, "limit", "why"}, ...]}; ids:
+// host_contention, steal, scattered_samples, host_bound.
+nlohmann::json judge_stability(const SideTiming& baseline, const SideTiming& candidate, const StabilityLimits& limits);
+
+}  // namespace kbv::measure

@@ -1,0 +1,101 @@
+#include "kbv/measure/stability.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "kbv/measure/host_load.h"
+
+namespace kbv::measure {
+namespace {
+
+using nlohmann::json;
+
+std::vector<double> around(double seconds, int count) {
+  std::vector<double> samples;
+  for (int i = 0; i < count; ++i) samples.push_back(seconds * (1.0 + 0.01 * (i % 5)));
+  return samples;
+}
+
+json quiet_host() { return {{"other_cores", 0.05}, {"steal_share", 0.0}}; }
+
+std::vector<std::string> ids(const json& judgement) {
+  std::vector<std::string> out;
+  for (const json& reason : judgement.at("reasons")) out.push_back(reason.at("id").get<std::string>() + "/" + reason.at("side").get<std::string>());
+  return out;
+}
+
+TEST(Stability, QuietTightSamplesAreReliable) {
+  const std::vector<double> b = around(1e-3, 100), c = around(2e-4, 100);
+  const json judged = judge_stability({b, {}, quiet_host()}, {c, {}, quiet_host()}, {});
+  EXPECT_TRUE(judged.at("reliable"));
+  EXPECT_TRUE(judged.at("reasons").empty());
+}
+
+// A new user's busy machine: the baseline's samples in two groups (0.1 ms and 12 ms) and a core
+// and more of other work beside it; the candidate timed quietly.
+TEST(Stability, ANoisyNeighbourAndTwoGroupsOfSamplesAreNamed) {
+  std::vector<double> b = around(1e-4, 60);
+  const std::vector<double> slow = around(12e-3, 40);
+  b.insert(b.end(), slow.begin(), slow.end());
+  const std::vector<double> c = around(2e-4, 100);
+  const json judged = judge_stability({b, {}, {{"other_cores", 1.4}, {"steal_share", 0.0}}}, {c, {}, quiet_host()}, {});
+  EXPECT_FALSE(judged.at("reliable"));
+  EXPECT_EQ(ids(judged), (std::vector<std::string>{"host_contention/baseline", "scattered_samples/baseline"}));
+}
+
+TEST(Stability, StealIsNamed) {
+  const std::vector<double> b = around(1e-3, 50), c = around(1e-3, 50);
+  const json judged = judge_stability({b, {}, quiet_host()}, {c, {}, {{"other_cores", 0.0}, {"steal_share", 0.2}}}, {});
+  EXPECT_EQ(ids(judged), (std::vector<std::string>{"steal/candidate"}));
+}
+
+// A tail (16% of the samples at 2.5-10x the median, as a small kernel's on the quiet 2-core CPU
+// machine) leaves the median where it was: not two groups.
+TEST(Stability, ATailIsNotScatter) {
+  std::vector<double> b = around(1e-3, 84);
+  for (int i = 0; i < 16; ++i) b.push_back(2.5e-3 + 0.5e-3 * i);
+  const json judged = judge_stability({b, {}, quiet_host()}, {b, {}, quiet_host()}, {});
+  EXPECT_TRUE(judged.at("reliable"));
+}
+
+// On a GPU, a side whose host path outgrows the launch cover has the device wait inside the timed
+// region; without a cover (the CPU, the kernelbench protocol) nothing is judged so.
+TEST(Stability, AHostPathBeyondTheLaunchCoverIsHostBound) {
+  const std::vector<double> b = around(1e-3, 50), c = around(1e-4, 50);
+  const std::vector<double> slow_launch = around(203e-6, 50), quick_launch = around(56e-6, 50);
+  StabilityLimits limits;
+  limits.launch_cover_seconds = 100e-6;
+  EXPECT_EQ(ids(judge_stability({b, slow_launch, quiet_host()}, {c, quick_launch, quiet_host()}, limits)),
+            (std::vector<std::string>{"host_bound/baseline"}));
+  EXPECT_TRUE(judge_stability({b, slow_launch, quiet_host()}, {c, quick_launch, quiet_host()}, {}).at("reliable"));
+}
+
+// Without the host's reading (no /proc/stat) only the samples are judged.
+TEST(Stability, NoHostReadingJudgesTheSamplesAlone) {
+  const std::vector<double> b = around(1e-3, 50);
+  EXPECT_TRUE(judge_stability({b, {}, nullptr}, {b, {}, nullptr}, {}).at("reliable"));
+}
+
+TEST(HostLoad, OtherCoresAreTheBusyCoresLessTheWorkersOwn) {
+  CpuCounters before{100, 400, 1}, after{103, 406, 1.3};  // 3 s busy, 0.3 s steal over 2 s of two cores
+  const json load = host_load(before, after, 2.0, 1.0);
+  EXPECT_DOUBLE_EQ(load.at("busy_cores"), 1.5);
+  EXPECT_DOUBLE_EQ(load.at("other_cores"), 1.0);
+  EXPECT_NEAR(load.at("steal_share").get<double>(), 0.05, 1e-12);
+}
+
+TEST(HostLoad, ThisMachinesCountersReadAndGrow) {
+  const auto first = read_cpu_counters();
+  ASSERT_TRUE(first.has_value());
+  volatile double spin = 0;
+  for (int i = 0; i < 20'000'000; ++i) spin = spin + 1.0;
+  const auto second = read_cpu_counters();
+  ASSERT_TRUE(second.has_value());
+  EXPECT_GT(second->total_seconds, first->total_seconds);
+  EXPECT_GE(second->busy_seconds, first->busy_seconds);
+  EXPECT_LE(second->busy_seconds, second->total_seconds);
+}
+
+}  // namespace
+}  // namespace kbv::measure
