@@ -21,7 +21,9 @@ std::optional<CpuCounters> read_cpu_counters();
 
 // The host over a window of `wall_seconds` in which the timed worker used `worker_cpu_seconds`:
 // {"cores", "busy_cores" (all processes), "other_cores" (busy_cores less the worker's),
-// "steal_share" (of all cores' time), "wall_seconds"}.
+// "resolution_cores" (what the counters' clock ticks leave unknown: a tick at each end of the
+// window and one in the worker's reading, over the window; 0.15 core for 0.2 s at 100 ticks a
+// second, 2 cores for kernelbench's ~15 ms), "steal_share" (of all cores' time), "wall_seconds"}.
 nlohmann::json host_load(const CpuCounters& before, const CpuCounters& after, double wall_seconds, double worker_cpu_seconds);
 
 }  // namespace kbv::measure

@@ -11,9 +11,12 @@ using nlohmann::json;
 
 void judge_side(const char* side, const SideTiming& timing, const StabilityLimits& limits, json& reasons) {
   if (timing.host.is_object()) {
+    // Only what the counters' resolution cannot explain: a window of a few ticks says nothing.
     const double other = timing.host.value("other_cores", 0.0);
-    if (other > limits.other_cores) {
-      reasons.push_back({{"id", "host_contention"}, {"side", side}, {"other_cores", other}, {"limit", limits.other_cores},
+    const double resolution = timing.host.value("resolution_cores", 0.0);
+    if (other - resolution > limits.other_cores) {
+      reasons.push_back({{"id", "host_contention"}, {"side", side}, {"other_cores", other}, {"resolution_cores", resolution},
+                         {"limit", limits.other_cores},
                          {"why", "other processes kept cores busy while it was timed: its calls waited for a core or a cache"}});
     }
     const double steal = timing.host.value("steal_share", 0.0);

@@ -17,7 +17,7 @@ struct SideTiming {
 };
 
 struct StabilityLimits {
-  double other_cores = 0.5;     // other processes' work beside the timing, in cores
+  double other_cores = 0.5;     // other processes' work beside the timing, in cores, beyond the counters' resolution
   double steal_share = 0.05;    // of the cores' time, given to another guest
   double scatter_share = 0.25;  // samples beyond twice the side's median or below half of it
   double launch_cover_seconds = 0;  // > 0: a side whose median host path outgrows it is host-bound
