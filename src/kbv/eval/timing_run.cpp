@@ -103,14 +103,15 @@ TimingRun run_timing(WorkerClient& worker, const std::string& mode, const protoc
   // last step of the timing.
   const std::optional<CpuReading> cpu_after = worker.cpu_time();
   const std::optional<measure::CpuCounters> host_after = measure::read_cpu_counters();
-  if (host_before && host_after && cpu_before && cpu_after && cpu_before->source == cpu_after->source) {
+  const bool worker_read = cpu_before && cpu_after && cpu_before->source == cpu_after->source;
+  if (worker_read && host_before && host_after) {
     run.result.host = measure::host_load(*host_before, *host_after,
                                          std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(),
                                          cpu_after->seconds - cpu_before->seconds);
   }
   if (run.result.cpu.is_object()) {
     run.result.cpu["fills"] = fills;
-    if (cpu_before && cpu_after && cpu_before->source == cpu_after->source) {
+    if (worker_read) {
       run.result.cpu["outside_seconds"] = cpu_after->seconds - cpu_before->seconds;
       run.result.cpu["source"] = cpu_after->source;
     }

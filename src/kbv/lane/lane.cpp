@@ -17,7 +17,7 @@ Lane::Lane(LaneConfig config, RecordFiler& filer, store::Store& store)
   if (config_.device == "cuda" && !config_.gpu.empty()) launch_.environment.emplace_back("CUDA_VISIBLE_DEVICES", config_.gpu);
 }
 
-std::string Lane::warm_key(const Item& item) { return item.problem + "\n" + item.problem_key + "\n" + item.protocol; }
+std::string Lane::side_key(const Item& item) { return item.problem + "\n" + item.problem_key + "\n" + item.protocol; }
 
 eval::EvalRequest Lane::request_of(const Item& item) const {
   eval::EvalRequest request;
@@ -37,6 +37,16 @@ eval::ReferenceConfig Lane::reference_of(const Item& item) const {
           config_.compile_timeout_seconds, launch_};
 }
 
+std::list<Lane::Warm>::iterator Lane::find_warm(const std::string& key) {
+  return std::find_if(warm_.begin(), warm_.end(), [&](const Warm& w) { return w.key == key; });
+}
+
+void Lane::retire(std::list<Warm>::iterator at) {
+  at->side->begin_shutdown();
+  relay_.leaving_reference = std::move(at->side);
+  let_go(at);
+}
+
 void Lane::let_go(std::list<Warm>::iterator at) {
   {
     std::lock_guard lock(mutex_);
@@ -46,17 +56,12 @@ void Lane::let_go(std::list<Warm>::iterator at) {
 }
 
 eval::ReferenceSide& Lane::side_for(const Item& item) {
-  const std::string key = warm_key(item);
-  if (auto at = std::find_if(warm_.begin(), warm_.end(), [&](const Warm& w) { return w.key == key; }); at != warm_.end()) {
+  const std::string key = side_key(item);
+  if (auto at = find_warm(key); at != warm_.end()) {
     warm_.splice(warm_.begin(), warm_, at);
   } else {
-    if (!warm_.empty() && warm_.size() >= config_.warm_problems) {
-      // Torn down beside this evaluation's untimed steps, reaped before its first timed call.
-      Warm& oldest = warm_.back();
-      oldest.side->begin_shutdown();
-      relay_.leaving_reference = std::move(oldest.side);
-      let_go(std::prev(warm_.end()));
-    }
+    // Torn down beside this evaluation's untimed steps, reaped before its first timed call.
+    if (!warm_.empty() && warm_.size() >= config_.warm_problems) retire(std::prev(warm_.end()));
     std::unique_ptr<eval::ReferenceSide> side;
     if (ahead_key_ == key) side = std::move(relay_.reference_ahead);
     relay_.reference_ahead.reset();  // started for another item than the one that came: not used
@@ -79,9 +84,9 @@ Outcome Lane::evaluate(const Item& item, const std::optional<Item>& next) {
     relay_.next_reference.reset();
     if (next) {
       relay_.next = request_of(*next);
-      if (warm_key(*next) != warm_key(item) && !warm(*next)) {
+      if (side_key(*next) != side_key(item) && !warm(*next)) {
         relay_.next_reference = reference_of(*next);
-        ahead_key_ = warm_key(*next);
+        ahead_key_ = side_key(*next);
       }
     }
     evaluating = true;
@@ -97,10 +102,7 @@ Outcome Lane::evaluate(const Item& item, const std::optional<Item>& next) {
     } catch (const std::exception&) {
       // The outcome still says what failed.
     }
-    const std::string key = warm_key(item);
-    if (auto at = std::find_if(warm_.begin(), warm_.end(), [&](const Warm& w) { return w.key == key; }); at != warm_.end()) {
-      let_go(at);
-    }
+    if (auto at = find_warm(side_key(item)); at != warm_.end()) let_go(at);
     if (!evaluating) relay_.ready.reset();
   }
   outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begun).count();
@@ -109,17 +111,12 @@ Outcome Lane::evaluate(const Item& item, const std::optional<Item>& next) {
 }
 
 void Lane::release(const Item& item) {
-  const std::string key = warm_key(item);
-  auto at = std::find_if(warm_.begin(), warm_.end(), [&](const Warm& w) { return w.key == key; });
-  if (at == warm_.end()) return;
-  at->side->begin_shutdown();
-  relay_.leaving_reference = std::move(at->side);
-  let_go(at);
+  if (auto at = find_warm(side_key(item)); at != warm_.end()) retire(at);
 }
 
 bool Lane::warm(const Item& item) const {
   std::lock_guard lock(mutex_);
-  return std::find(warm_keys_.begin(), warm_keys_.end(), warm_key(item)) != warm_keys_.end();
+  return std::find(warm_keys_.begin(), warm_keys_.end(), side_key(item)) != warm_keys_.end();
 }
 
 std::size_t Lane::warm_count() const {

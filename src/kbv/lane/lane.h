@@ -79,6 +79,10 @@ class Lane {
   // before its timing (kbv run, after a problem's last candidate).
   void release(const Item& item);
 
+  // The reference side `item` is evaluated against: its problem file, that file's content and its
+  // protocol. Items of one key share a side.
+  static std::string side_key(const Item& item);
+
   // How its workers start: config.launch, seeing only the lane's GPU (kbv run's audits use it too).
   const eval::WorkerLaunch& launch() const { return launch_; }
 
@@ -92,13 +96,14 @@ class Lane {
     std::string key;
     std::unique_ptr<eval::ReferenceSide> side;
   };
-  static std::string warm_key(const Item& item);
   eval::EvalRequest request_of(const Item& item) const;
   eval::ReferenceConfig reference_of(const Item& item) const;
   // The item's reference side, first in `warm_`: kept, started ahead by the evaluation before, or
   // started now, the least recently used let go where the lane keeps as many as it may.
   eval::ReferenceSide& side_for(const Item& item);
-  void let_go(std::list<Warm>::iterator at);
+  std::list<Warm>::iterator find_warm(const std::string& key);
+  void retire(std::list<Warm>::iterator at);  // asked to exit, reaped by the next evaluation
+  void let_go(std::list<Warm>::iterator at);  // out of the lists (a failed side: destroyed now)
   void count(const nlohmann::json* record);  // null: a failure
 
   const LaneConfig config_;

@@ -160,10 +160,9 @@ void Service::lane(LaneSlot& me) {
     const lane::Item item = item_of(*job);
     {
       std::lock_guard lock(mutex_);
+      const std::string side = lane::Lane::side_key(item);
       const auto same = std::find_if(queue_.begin(), queue_.end(), [&](const std::unique_ptr<Job>& j) {
-        const lane::Item other = item_of(*j);
-        return other.problem == item.problem && other.problem_key == item.problem_key && other.protocol == item.protocol &&
-               j->built.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+        return lane::Lane::side_key(item_of(*j)) == side && j->built.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
       });
       if (same != queue_.end()) {
         next = std::move(*same);
