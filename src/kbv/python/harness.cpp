@@ -31,6 +31,12 @@ py::module_& harness() {
   return *module;
 }
 
+py::module_& draws() {
+  static std::optional<py::module_> module;
+  if (!module) module = embedded_module("kbv_draws", kDrawsSource);
+  return *module;
+}
+
 py::module_& screen() {
   static std::optional<py::module_> module;
   if (!module) module = embedded_module("kbv_screen", kScreenSource);
@@ -45,6 +51,7 @@ py::module_& monitor() {
 
 void preload_for_workers() {
   harness();
+  draws();
   screen();
   monitor();
   py::object environ = py::module_::import("os").attr("environ");

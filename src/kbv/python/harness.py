@@ -4,7 +4,6 @@ import fcntl
 import glob
 import importlib.util
 import os
-import random
 import re
 import subprocess
 import sys
@@ -278,29 +277,6 @@ def copy_state(dst, src):
                 tensor.copy_(value)
                 copied.append(name)
     return copied
-
-
-def draw_standard(get_inputs, seed, device):
-    """The problem's own inputs under `seed`, drawn on `device` (factory calls default to it).
-    Python's and numpy's generators are seeded too, so both workers draw the same values."""
-    torch.manual_seed(seed)
-    random.seed(seed)
-    if "numpy" in sys.modules:
-        sys.modules["numpy"].random.seed(seed % 2**32)
-    with torch.device(device):
-        inputs = get_inputs()
-    if not isinstance(inputs, (list, tuple)):
-        raise TypeError(f"get_inputs() returned {type(inputs).__name__}, expected a list")
-    return [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
-
-
-def forget_seeds():
-    """Fresh entropy into every process-wide generator (torch's on each device, Python's, numpy's): once a
-    set is drawn, its seed can no longer be read back from them."""
-    torch.seed()
-    random.seed()
-    if "numpy" in sys.modules:
-        sys.modules["numpy"].random.seed()
 
 
 def forward(model, inputs):

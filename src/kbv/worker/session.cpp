@@ -267,11 +267,11 @@ nlohmann::json Session::load(const commands::Load& command) {
 
 py::list Session::draw_standard(std::uint64_t seed) const {
   py::list drawn = guarded(FailureKind::problem_error, "get_inputs() raised", [&] {
-    return py::list(python::harness().attr("draw_standard")(problem_.attr("get_inputs"), seed, device_.str()));
+    return py::list(python::draws().attr("draw_standard")(problem_.attr("get_inputs"), seed, device_.str()));
   });
   // The candidate's code shares this process: what the generators say after a draw must not tell
   // its seed (PROTOCOL.md, "What a candidate can tell about a call").
-  if (role_ == Role::candidate) python::harness().attr("forget_seeds")();
+  if (role_ == Role::candidate) python::draws().attr("forget_seeds")();
   return drawn;
 }
 
