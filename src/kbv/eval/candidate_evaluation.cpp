@@ -59,7 +59,7 @@ const ReferenceDraw* first_judged(const std::vector<ReferenceDraw>& references) 
 
 }  // namespace
 
-CandidateEvaluation::CandidateEvaluation(WorkerClient& worker, ReferenceSide& reference, const EvalRequest& request,
+CandidateEvaluation::CandidateEvaluation(WorkerPort& worker, ReferenceSide& reference, const EvalRequest& request,
                                          const std::vector<ReferenceDraw>& references, std::mt19937_64& rng,
                                          protocol::Record& record)
     : worker_(worker),

@@ -15,14 +15,14 @@
 #include "kbv/eval/evaluation.h"
 #include "kbv/eval/reference_side.h"
 #include "kbv/eval/timing_run.h"
-#include "kbv/eval/worker_client.h"
+#include "kbv/eval/worker_port.h"
 #include "kbv/protocol/record.h"
 
 namespace kbv::eval {
 
 class CandidateEvaluation {
  public:
-  CandidateEvaluation(WorkerClient& worker, ReferenceSide& reference, const EvalRequest& request,
+  CandidateEvaluation(WorkerPort& worker, ReferenceSide& reference, const EvalRequest& request,
                       const std::vector<ReferenceDraw>& references, std::mt19937_64& rng, protocol::Record& record);
 
   // Every step; `before_timing` runs just before the candidate's timing (kbv run's relay: the
@@ -40,7 +40,7 @@ class CandidateEvaluation {
   void probe();
   void gather_watched();
 
-  WorkerClient& worker_;
+  WorkerPort& worker_;
   ReferenceSide& reference_;
   const EvalRequest& request_;
   const std::vector<ReferenceDraw>& references_;

@@ -15,7 +15,7 @@ namespace {
 using nlohmann::json;
 using Seconds = std::chrono::duration<double>;
 
-[[noreturn]] void throw_reference_lost(const WorkerClient& worker, const WorkerLost& lost) {
+[[noreturn]] void throw_reference_lost(const WorkerPort& worker, const WorkerLost& lost) {
   throw EvalError("the reference worker " + std::string(lost.what()) + "\n" + worker.log_tail());
 }
 
@@ -30,7 +30,7 @@ void throw_if_out_of_memory(const WorkerFailed& failed) {
 }
 
 // A reply of the reference worker: any failure is the evaluator's, not the candidate's.
-Reply reference_reply(WorkerClient& worker, const std::function<Reply()>& awaited) {
+Reply reference_reply(WorkerPort& worker, const std::function<Reply()>& awaited) {
   try {
     return awaited();
   } catch (const WorkerFailed& failed) {
@@ -43,7 +43,7 @@ Reply reference_reply(WorkerClient& worker, const std::function<Reply()>& awaite
   }
 }
 
-Reply reference_request(WorkerClient& worker, const json& command, double timeout, const Attachments& attachments = {}) {
+Reply reference_request(WorkerPort& worker, const json& command, double timeout, const Attachments& attachments = {}) {
   return reference_reply(worker, [&] { return worker.request(command, Seconds(timeout), Outputs::owned, attachments); });
 }
 
@@ -53,9 +53,12 @@ double error_of(const json& result) { return protocol::error_from_json(result.va
 }  // namespace
 
 ReferenceSide::ReferenceSide(ReferenceConfig config, Start start)
-    : config_(std::move(config)), worker_("reference", config_.launch), rng_(make_rng(config_.protocol)) {
+    : ReferenceSide(config, std::make_unique<WorkerClient>("reference", config.launch), start) {}
+
+ReferenceSide::ReferenceSide(ReferenceConfig config, std::unique_ptr<WorkerPort> worker, Start start)
+    : config_(std::move(config)), worker_(std::move(worker)), rng_(make_rng(config_.protocol)) {
   config_.progress("reference: loading the problem");
-  worker_.post(commands::message(commands::Load{config_.problem, "", config_.device, protocol::to_json(config_.protocol), nullptr}),
+  worker_->post(commands::message(commands::Load{config_.problem, "", config_.device, protocol::to_json(config_.protocol), nullptr}),
                Seconds(config_.load_timeout_seconds));
   loading_ = true;
   if (start == Start::now) ready();
@@ -64,7 +67,7 @@ ReferenceSide::ReferenceSide(ReferenceConfig config, Start start)
 void ReferenceSide::ready() {
   if (!loading_) return;
   loading_ = false;
-  const Reply loaded = reference_reply(worker_, [&] { return worker_.collect(); });
+  const Reply loaded = reference_reply(*worker_, [&] { return worker_->collect(); });
   versions_ = loaded.header.at("versions");
   versions_["kbv"] = KBV_VERSION;
   for (const char* key : {"gpu", "cuda_driver_api"}) {
@@ -75,7 +78,7 @@ void ReferenceSide::ready() {
 
 ReferenceSide::~ReferenceSide() { shutdown(); }
 
-void ReferenceSide::shutdown() { worker_.shutdown(); }
+void ReferenceSide::shutdown() { worker_->shutdown(); }
 
 std::vector<ReferenceDraw> ReferenceSide::draws(const std::vector<Draw>& plan, double& repeat_error) {
   nlohmann::json planned = json::array();
@@ -110,7 +113,7 @@ std::vector<ReferenceDraw> ReferenceSide::draws(const std::vector<Draw>& plan, d
       // The outputs stay in the worker: the later modes are judged against the first there, which
       // also measures the first's RMS and finiteness; a candidate's are compared with them there.
       const Reply reply =
-          worker_.request(commands::message(commands::Check{draw.to_json(), modes, true}), Seconds(config_.timeout_seconds));
+          worker_->request(commands::message(commands::Check{draw.to_json(), modes, true}), Seconds(config_.timeout_seconds));
       const json& results = reply.header.at("results");
       if (results.front().contains("bad_output")) {
         throw EvalError("the problem's Model returns no tensors: " + results.front()["bad_output"].get<std::string>());
@@ -129,7 +132,7 @@ std::vector<ReferenceDraw> ReferenceSide::draws(const std::vector<Draw>& plan, d
       }
       d.skip_reason = "out of domain: the reference raised under this family";
     } catch (const WorkerLost& lost) {
-      throw_reference_lost(worker_, lost);
+      throw_reference_lost(*worker_, lost);
     }
     draws.push_back(std::move(d));
   }
@@ -143,32 +146,32 @@ void ReferenceSide::measure_baseline() {
   if (baseline_) return;
   config_.progress("reference: timing the baseline");
   try {
-    baseline_ = run_timing(worker_, "baseline", config_.protocol, rng_, config_.timeout_seconds, false).result;
+    baseline_ = run_timing(*worker_, "baseline", config_.protocol, rng_, config_.timeout_seconds, false).result;
   } catch (const std::exception& error) {
     throw EvalError(std::string("timing the baseline failed: ") + error.what());
   }
-  const Reply memory = reference_request(worker_, commands::message(commands::Memory{"baseline"}), config_.timeout_seconds);
+  const Reply memory = reference_request(*worker_, commands::message(commands::Memory{"baseline"}), config_.timeout_seconds);
   baseline_memory_.footprint_bytes = footprint_bytes_;
   protocol::read_memory(memory.header, baseline_memory_);
-  reference_request(worker_, commands::message(commands::DropPool{}), config_.timeout_seconds);
+  reference_request(*worker_, commands::message(commands::DropPool{}), config_.timeout_seconds);
 }
 
 void ReferenceSide::trace_once(const ReferenceDraw& draw) {
   if (traced()) return;
-  trace_ = reference_request(worker_, commands::message(commands::Trace{draw.draw.to_json(), "baseline"}),
+  trace_ = reference_request(*worker_, commands::message(commands::Trace{draw.draw.to_json(), "baseline"}),
                              config_.timeout_seconds)
                .header.at("trace");
 }
 
 double ReferenceSide::copy_seconds(std::int64_t bytes) {
   if (auto known = copy_seconds_.find(bytes); known != copy_seconds_.end()) return known->second;
-  const double seconds = reference_request(worker_, commands::message(commands::Floor{static_cast<std::int64_t>(bytes)}), config_.timeout_seconds)
+  const double seconds = reference_request(*worker_, commands::message(commands::Floor{static_cast<std::int64_t>(bytes)}), config_.timeout_seconds)
                              .header.at("copy_seconds");
   copy_seconds_[bytes] = seconds;
   return seconds;
 }
 
-Reply ReferenceSide::request(const json& command) { return reference_request(worker_, command, config_.timeout_seconds); }
+Reply ReferenceSide::request(const json& command) { return reference_request(*worker_, command, config_.timeout_seconds); }
 
 check::OutputComparison ReferenceSide::compare(const ReferenceDraw& draw, const json& metas, const Reply& reply, int region_fd) {
   commands::Compare command{draw.draw.to_json(), draw.reference_rms, config_.protocol.comparison == protocol::Comparison::scaled,
@@ -195,7 +198,7 @@ check::OutputComparison ReferenceSide::compare(const ReferenceDraw& draw, const 
     command.outputs.push_back(std::move(meta));
   }
   return check::comparison_from_json(
-      reference_request(worker_, commands::message(command), config_.timeout_seconds, attachments).header.at("comparison"));
+      reference_request(*worker_, commands::message(command), config_.timeout_seconds, attachments).header.at("comparison"));
 }
 
 }  // namespace kbv::eval

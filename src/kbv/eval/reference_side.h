@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -40,13 +41,15 @@ class ReferenceSide {
   // waits for it, before any other call.
   enum class Start { now, posted };
   explicit ReferenceSide(ReferenceConfig config, Start start = Start::now);
+  // The same over a worker already made (tests/eval: a scripted one).
+  ReferenceSide(ReferenceConfig config, std::unique_ptr<WorkerPort> worker, Start start);
   ReferenceSide(const ReferenceSide&) = delete;
   ReferenceSide& operator=(const ReferenceSide&) = delete;
   ~ReferenceSide();
 
   // Waits for a posted start's load, so that the worker is idle (nothing of it runs beside a timed
   // call); throws nothing: ready() does.
-  void settle() { worker_.settle(); }
+  void settle() { worker_->settle(); }
   // The posted start's load, awaited. Throws EvalError where it failed; at once when loaded.
   void ready();
 
@@ -82,14 +85,14 @@ class ReferenceSide {
 
   const nlohmann::json& versions() const { return versions_; }
   const ReferenceConfig& config() const { return config_; }
-  std::string log_tail() const { return worker_.log_tail(); }
+  std::string log_tail() const { return worker_->log_tail(); }
   // Asks the worker to exit without waiting for it to go; shutdown() reaps it.
-  void begin_shutdown() { worker_.begin_shutdown(); }
+  void begin_shutdown() { worker_->begin_shutdown(); }
   void shutdown();
 
  private:
   ReferenceConfig config_;
-  WorkerClient worker_;
+  std::unique_ptr<WorkerPort> worker_;
   nlohmann::json versions_;
   std::int64_t footprint_bytes_ = 0;
   bool loading_ = false;  // a posted load whose reply is not yet read

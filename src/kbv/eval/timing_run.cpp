@@ -35,7 +35,7 @@ std::vector<std::uint64_t> fresh_seeds(std::mt19937_64& rng, int count) {
 
 }  // namespace
 
-TimingRun run_timing(WorkerClient& worker, const std::string& mode, const protocol::Protocol& protocol,
+TimingRun run_timing(WorkerPort& worker, const std::string& mode, const protocol::Protocol& protocol,
                      std::mt19937_64& rng, double timeout_seconds, bool sketch) {
   const protocol::Timing& t = protocol.timing;
   const std::chrono::duration<double> timeout(timeout_seconds);

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kbv/eval/worker_client.h"
+#include "kbv/eval/worker_port.h"
 #include "kbv/protocol/protocol.h"
 #include "kbv/protocol/record.h"
 
@@ -27,7 +27,7 @@ struct TimingRun {
 };
 
 // `mode` is baseline or candidate; `sketch` asks for a sketch of every timed output.
-TimingRun run_timing(WorkerClient& worker, const std::string& mode, const protocol::Protocol& protocol,
+TimingRun run_timing(WorkerPort& worker, const std::string& mode, const protocol::Protocol& protocol,
                      std::mt19937_64& rng, double timeout_seconds, bool sketch);
 
 }  // namespace kbv::eval

@@ -1,5 +1,5 @@
-// The parent's view of one worker: requests with deadlines, replies with their tensors decoded,
-// and the ways a worker can fail turned into typed errors.
+// The parent's view of one worker process (WorkerPort): requests with deadlines over its channel,
+// replies with their tensors decoded, and the ways the process can fail turned into typed errors.
 #pragma once
 
 #include <chrono>
@@ -15,6 +15,7 @@
 #include <ATen/core/Tensor.h>
 #include <nlohmann/json.hpp>
 
+#include "kbv/eval/worker_port.h"
 #include "kbv/sandbox/cgroup.h"
 #include "kbv/sandbox/spec.h"
 #include "kbv/worker/failure.h"
@@ -24,28 +25,6 @@
 #include "kbv/worker/zygote.h"
 
 namespace kbv::eval {
-
-// The worker died (crash), did not answer in time (timeout), answered a command it was not sent
-// (forged_reply: something else wrote its result channel) or could not enter its sandbox before any
-// candidate code ran (sandbox: kbv's or the machine's failure); `description` says how.
-struct WorkerLost : std::runtime_error {
-  WorkerLost(std::string kind_, const std::string& description) : std::runtime_error(description), kind(std::move(kind_)) {}
-  std::string kind;  // crash | timeout | forged_reply | sandbox
-};
-
-// The worker answered with an error of one of the kinds in worker/failure.h.
-struct WorkerFailed : std::runtime_error {
-  WorkerFailed(worker::FailureKind kind_, const std::string& message) : std::runtime_error(message), kind(kind_) {}
-  worker::FailureKind kind;
-};
-
-struct Reply {
-  nlohmann::json header;
-  // Every described tensor, in order: a blob's, a view into the output region, or undefined for
-  // one handed over on the device (worker/device_handoff.h), whose file is the next in `files`.
-  std::vector<at::Tensor> tensors;
-  std::vector<worker::UniqueFd> files;
-};
 
 struct WorkerLaunch {
   std::string executable{};  // the kbv binary itself
@@ -60,61 +39,26 @@ struct WorkerLaunch {
   std::vector<std::string> hidden{};
 };
 
-// How long a reply's large tensors, which arrive as views into the worker's output region
-// (worker/shared_region.h), stay valid.
-enum class Outputs {
-  owned,               // copied out of the region: valid for as long as they are held
-  until_next_request,  // views, valid until the next request to the same worker (compare them at once)
-};
-
-// What a command carries beside its JSON: tensors as blobs (described in the command, in order)
-// and open files (handed over on the worker's file socket; the command says how many, "files").
-struct Attachments {
-  std::vector<worker::EncodedTensor> tensors{};
-  std::vector<int> files{};
-};
-
-// The CPU time a worker has used, read from outside it, and where it was read: its sandbox's
-// cgroup ("cgroup v1", "cgroup v2": every thread and process in it, dead ones included) or its
-// process's /proc stat ("process": its threads and the children it reaped, in clock ticks).
-struct CpuReading {
-  double seconds = 0;
-  std::string source;
-};
-
-class WorkerClient {
+class WorkerClient : public WorkerPort {
  public:
   // With a `sandbox` the worker is made in new namespaces and enters it before it serves; with a
   // `build_folder` (sandbox/build_folder.h, its mount's descriptor) too, it attaches that folder at
   // the spec's build_folder path, else it has none.
   WorkerClient(const std::string& role, const WorkerLaunch& launch, const sandbox::Spec* sandbox = nullptr,
                int build_folder = -1);
-  // Sends `command` and waits up to `timeout` for the reply. Throws WorkerLost (the process is
-  // then killed and reaped) or WorkerFailed.
+  // WorkerPort's, over the process: a worker lost is killed and reaped before WorkerLost is thrown.
   Reply request(const nlohmann::json& command, std::chrono::duration<double> timeout, Outputs outputs = Outputs::owned,
-                const Attachments& attachments = {});
-  // Sends `command` and returns at once: the worker runs it while the caller does something else.
-  // Its reply is awaited (up to `timeout` from now) by settle() or the next request(), which
-  // throws what the reply or its absence would have thrown.
-  void post(const nlohmann::json& command, std::chrono::duration<double> timeout);
-  // Waits for a posted command's reply, so that the worker is idle; a failure is kept for the
-  // next request() or collect().
-  void settle();
-  // The posted command's reply, awaited if it has not come; throws what request() would have.
-  Reply collect();
-  // Asks the worker to exit and returns while its process is torn down (on a GPU, its device
-  // context: ~0.1 s on the H200); shutdown() reaps it.
-  void begin_shutdown();
+                const Attachments& attachments = {}) override;
+  void post(const nlohmann::json& command, std::chrono::duration<double> timeout) override;
+  void settle() override;
+  Reply collect() override;
+  void begin_shutdown() override;
   // begin_shutdown(), then reaps the process (killing it if it does not go within a few seconds).
-  void shutdown();
-  std::string log_tail() const { return process_.log_tail(); }
-  // How a sandboxed worker's resources are held together: {"cgroup": "v1" | "v2"}, or
-  // {"cgroup": null, "cgroup_missing": why} where only the per-process limits hold; null unsandboxed.
-  nlohmann::json containment() const;
-  // Its CPU time so far (CpuReading); none once it is gone.
-  std::optional<CpuReading> cpu_time() const;
-  // The worker's output region's file (-1 without one): a reply's views lie there.
-  int region_fd() const { return region_ ? region_->fd() : -1; }
+  void shutdown() override;
+  std::string log_tail() const override { return process_.log_tail(); }
+  nlohmann::json containment() const override;
+  std::optional<CpuReading> cpu_time() const override;
+  int region_fd() const override { return region_ ? region_->fd() : -1; }
 
  private:
   using Deadline = std::chrono::steady_clock::time_point;
@@ -146,9 +90,5 @@ class WorkerClient {
   std::optional<Reply> posted_reply_;  // the posted command's, once settled, for collect()
   std::exception_ptr posted_failure_;  // what the posted command's reply threw, for the next request
 };
-
-// Splits a `check` reply into its per-mode output lists; `bad` (when given) gets, per mode, why it
-// returned no tensors or nothing.
-std::vector<std::vector<at::Tensor>> outputs_by_mode(const Reply& reply, std::vector<std::optional<std::string>>* bad);
 
 }  // namespace kbv::eval
