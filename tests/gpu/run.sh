@@ -39,11 +39,11 @@
 # transposed convolutions (stage `deterministic`),
 # tests/sandbox/corpus.py on cuda (stage `sandbox`: the hostile corpus, each attack contained) and
 # bench/sandbox_cost.py (stage `sandboxcost`: an evaluation with --sandbox on and off in turns).
-# Prints a short table last. Usage: tests/gpu/run.sh [OUT_DIR]   (stages: KBV_GPU_STAGES)
+# tests/python/draws_test.py on the device (stage `draws`). Prints a short table last. Usage: tests/gpu/run.sh [OUT_DIR]   (stages: KBV_GPU_STAGES)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-${OUT:-$root/build-gpu/out}}
-stages=${KBV_GPU_STAGES:-build compile demo checks hacks sandbox}
+stages=${KBV_GPU_STAGES:-build draws compile demo checks hacks sandbox}
 export KBV_CACHE=${KBV_CACHE:-/tmp/kbv-cache}
 export KBV=$root/build-gpu/kbv
 python=${KBV_PYTHON:-$(command -v python3)}
@@ -55,6 +55,9 @@ for stage in $stages; do
   case $stage in
     build)
       make build PYTHON="$python" BUILD=build-gpu JOBS="$(nproc)" >"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; } ;;
+    draws)
+      # The problem's inputs from generators of the draw's own, on the device: the plain draw's values.
+      (cd tests/python && PYTHONPATH="$root/src/kbv/python" "$python" -m unittest -v draws_test) 2>&1 | tee "$out/draws.txt" || status=1 ;;
     compile)
       "$KBV" compile --device cuda -j "$(nproc)" examples/candidates/*/cuda_*.py tests/hacks/candidates/cuda_*.py |
         tee "$out/compile.log" ;;
