@@ -1,6 +1,7 @@
 // A worker's state between commands: the loaded problem (and candidate), the module under
 // evaluation, the device, and the timing pool. Each method is one step of PROTOCOL.md run in
-// this process; the parent decides the order and judges the results.
+// this process; the parent decides the order and judges the results. Loading, draws and calls
+// are in session.cpp, the timing's steps in session_timing.cpp, the watch's in session_probe.cpp.
 #pragma once
 
 #include <memory>
@@ -18,6 +19,7 @@
 #include "kbv/protocol/protocol.h"
 #include "kbv/worker/candidate_watch.h"
 #include "kbv/worker/commands.h"
+#include "kbv/worker/call_inputs.h"
 #include "kbv/worker/cpu_ledger.h"
 #include "kbv/worker/failure.h"
 #include "kbv/worker/gpu_ledger.h"
@@ -151,13 +153,5 @@ class Session {
 // Where a failure inside candidate code should be filed: a CUDA fault kills the context, which
 // is a crash; anything else the candidate raised is a runtime error.
 FailureKind classify_candidate_error(const std::string& message);
-
-// Sums over the tensor inputs: both workers must have drawn the same values.
-nlohmann::json input_checksum(const pybind11::list& inputs);
-
-bool is_tensor(const pybind11::handle& object);
-
-// The tensors among a call's arguments.
-std::vector<at::Tensor> tensors_of(const pybind11::list& inputs);
 
 }  // namespace kbv::worker
