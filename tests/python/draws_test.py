@@ -15,10 +15,12 @@ SEED = 0x5EED_1234_5678
 
 
 def plain(get_inputs, seed, device="cpu"):
+    """The draw after torch.manual_seed, moved to the device as kbv moves every draw."""
     torch.manual_seed(seed)
     random.seed(seed)
     with torch.device(device):
-        return get_inputs()
+        inputs = get_inputs()
+    return [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
 
 
 def every_random_op():

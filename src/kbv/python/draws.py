@@ -65,8 +65,10 @@ class PrivateGenerators(TorchDispatchMode):
         named.update(kwargs)
         if named.get("generator") is not None:  # the problem's own generator
             return op(*args, **kwargs)
+        # Where the op puts its result: its tensors' device, else the device it is given; at the
+        # dispatcher a factory given none makes it on the CPU (torch.device(...) as a context adds one).
         tensor = next((value for value in named.values() if isinstance(value, torch.Tensor)), None)
-        device = tensor.device if tensor is not None else named.get("device") or torch.get_default_device()
+        device = tensor.device if tensor is not None else named.get("device") or "cpu"
         named["generator"] = self._generator(device)
         return variant(**named)
 
