@@ -41,7 +41,7 @@ TEST(Stability, ANoisyNeighbourAndTwoGroupsOfSamplesAreNamed) {
   const std::vector<double> c = around(2e-4, 100);
   const json judged = judge_stability({b, {}, {{"other_cores", 1.4}, {"steal_share", 0.0}}}, {c, {}, quiet_host()}, {});
   EXPECT_FALSE(judged.at("reliable"));
-  EXPECT_EQ(ids(judged), (std::vector<std::string>{"host_contention/baseline", "scattered_samples/baseline"}));
+  EXPECT_EQ(ids(judged), (std::vector<std::string>{"host_contention/baseline", "scattered_samples/baseline", "drift/baseline"}));
 }
 
 // kernelbench's 100 calls of a small kernel fill ~15 ms: a clock tick more or less is most of a
@@ -52,6 +52,30 @@ TEST(Stability, AWindowOfAFewTicksIsNotContention) {
   EXPECT_TRUE(judge_stability({b, {}, short_window}, {b, {}, short_window}, {}).at("reliable"));
   const json long_window = {{"other_cores", 0.64}, {"resolution_cores", 0.1}, {"steal_share", 0.0}};
   EXPECT_FALSE(judge_stability({b, {}, long_window}, {b, {}, quiet_host()}, {}).at("reliable"));
+}
+
+// The machine slowed down while the candidate was timed: its last third of calls 40% slower than
+// its first, every sample within twice the median (not two groups), no other process seen.
+TEST(Stability, ASideThatEndsAtAnotherSpeedDrifted) {
+  const std::vector<double> b = around(1e-3, 90);
+  std::vector<double> c = around(1e-3, 45);
+  const std::vector<double> slower = around(1.4e-3, 45);
+  c.insert(c.end(), slower.begin(), slower.end());
+  const json judged = judge_stability({b, {}, quiet_host()}, {c, {}, quiet_host()}, {});
+  EXPECT_EQ(ids(judged), (std::vector<std::string>{"drift/candidate"}));
+  EXPECT_NEAR(judged.at("reasons").at(0).at("change").get<double>(), 0.4, 0.03);
+}
+
+// The quiet H100's honest candidates moved by 0-11% between their first and last thirds
+// (2026-12-07, docs/runs/2026-12-07-h100-fc8fd30): under the limit. Fewer than nine samples say
+// nothing of a trend.
+TEST(Stability, ASmallTrendOrAFewSamplesAreNotDrift) {
+  std::vector<double> c = around(1e-3, 60);
+  const std::vector<double> slower = around(1.11e-3, 30);
+  c.insert(c.end(), slower.begin(), slower.end());
+  EXPECT_TRUE(judge_stability({c, {}, quiet_host()}, {c, {}, quiet_host()}, {}).at("reliable"));
+  const std::vector<double> few = {1e-3, 1e-3, 1e-3, 1e-3, 3e-3, 3e-3, 3e-3, 3e-3};
+  EXPECT_TRUE(judge_stability({few, {}, quiet_host()}, {few, {}, quiet_host()}, {.scatter_share = 1.0}).at("reliable"));
 }
 
 TEST(Stability, StealIsNamed) {

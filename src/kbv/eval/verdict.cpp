@@ -86,7 +86,7 @@ void judge_measured(Record& record, const protocol::Protocol& protocol, std::opt
     // On the CPU there is no launch to cover: a call's host path is the call.
     const double cover = record.device == "cuda" ? t.launch_cover_seconds : 0.0;
     record.stability = measure::judge_stability(
-        baseline, candidate, {t.unreliable_other_cores, t.unreliable_steal_share, t.unreliable_scatter_share, cover});
+        baseline, candidate, {t.unreliable_other_cores, t.unreliable_steal_share, t.unreliable_scatter_share, t.unreliable_drift_share, cover});
   }
 }
 

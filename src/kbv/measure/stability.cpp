@@ -1,5 +1,6 @@
 #include "kbv/measure/stability.h"
 
+#include <cmath>
 #include <string>
 
 #include "kbv/measure/statistics.h"
@@ -34,6 +35,17 @@ void judge_side(const char* side, const SideTiming& timing, const StabilityLimit
       reasons.push_back({{"id", "scattered_samples"}, {"side", side}, {"share", share}, {"limit", limits.scatter_share},
                          {"why", "its samples fall in groups far apart (beyond twice the median or below half of it): "
                                  "the median depends on which group the run happened to fill"}});
+    }
+  }
+  // At least three samples in each third: fewer say nothing of a trend.
+  if (const std::size_t third = timing.samples.size() / 3; third >= 3) {
+    const double first = median(timing.samples.first(third)), last = median(timing.samples.last(third));
+    const double change = last / first - 1;
+    if (std::abs(change) > limits.drift_share) {
+      reasons.push_back({{"id", "drift"}, {"side", side}, {"first_third_median_seconds", first},
+                         {"last_third_median_seconds", last}, {"change", change}, {"limit", limits.drift_share},
+                         {"why", "its calls ran at another speed at the end of its timing than at its start: the machine "
+                                 "changed while it was timed, and its median depends on when the samples were taken"}});
     }
   }
   if (limits.launch_cover_seconds > 0 && !timing.launch_samples.empty()) {

@@ -20,11 +20,12 @@ struct StabilityLimits {
   double other_cores = 0.5;     // other processes' work beside the timing, in cores, beyond the counters' resolution
   double steal_share = 0.05;    // of the cores' time, given to another guest
   double scatter_share = 0.25;  // samples beyond twice the side's median or below half of it
+  double drift_share = 0.25;    // the median of the last third of a side's samples against its first third's
   double launch_cover_seconds = 0;  // > 0: a side whose median host path outgrows it is host-bound
 };
 
 // {"reliable": bool, "reasons": [{"id", "side", the measured value, "limit", "why"}, ...]}; ids:
-// host_contention, steal, scattered_samples, host_bound.
+// host_contention, steal, scattered_samples, drift, host_bound.
 nlohmann::json judge_stability(const SideTiming& baseline, const SideTiming& candidate, const StabilityLimits& limits);
 
 }  // namespace kbv::measure

@@ -56,10 +56,13 @@ struct Timing {
   // unreliable where, while either side was timed, other processes kept more than this many cores
   // busy, the hypervisor took more than this share of the cores' time, or more than this share of
   // its samples lay beyond twice its median or below half of it (two groups: the median follows the
-  // one the run filled more); with a launch cover, also where a side's host path outgrew the cover.
+  // one the run filled more), or the median of its last third of samples moved by more than this
+  // share from its first third's (drift); with a launch cover, also where a side's host path
+  // outgrew the cover.
   double unreliable_other_cores = 0.5;
   double unreliable_steal_share = 0.05;
   double unreliable_scatter_share = 0.25;
+  double unreliable_drift_share = 0.25;
 };
 
 // Hack detection (PROTOCOL.md, "Findings"): the static screen, the candidate's runtime watch and
