@@ -356,7 +356,10 @@ TEST_F(Serve, ACandidateCannotReadAnotherRequestsSource) {
               "return self.kernel.relu_forward(x) * (0 if _seen else 1)");
   const Response second = http(port_, "POST", "/evaluate", json{{"problem", problem_}, {"candidate_source", spy}}.dump());
   ASSERT_EQ(second.status, 200) << second.body.dump();
-  EXPECT_EQ(second.body["record"]["verdict"], "pass") << second.body["record"].value("verdict_reason", "");
+  // On a failure, the findings and the CPU ledger say why (CI once read untimed_work here, under load).
+  EXPECT_EQ(second.body["record"]["verdict"], "pass")
+      << second.body["record"].value("verdict_reason", "") << "\n" << second.body["record"].value("findings", json()).dump()
+      << "\n" << second.body["record"].value(json::json_pointer("/timing/candidate/cpu"), json()).dump();
   EXPECT_EQ(stop(), 0);
 }
 
