@@ -75,7 +75,7 @@ class ServedTest(Served, unittest.TestCase):
         self.assertEqual(reward(answers[6]), 0.0)
         for answer in answers[:6]:
             speedup = answer["record"]["timing"]["speedup"]
-            self.assertAlmostEqual(reward(answer), 1.0 + math.log(min(max(speedup, 0.1), 10.0)))
+            self.assertAlmostEqual(reward(answer), 1.0 + 0.5 * math.log(min(max(speedup, 0.1), 10.0)) / math.log(10.0))
 
     def test_a_request_that_cannot_be_evaluated_is_a_bad_request(self):
         with self.assertRaises(BadRequest) as raised:
@@ -140,19 +140,37 @@ class RewardTest(unittest.TestCase):
         return {"record": record}
 
     def test_the_mapping(self):
-        self.assertAlmostEqual(reward(self.record("pass", 2.0)), 1.0 + math.log(2.0))
-        self.assertAlmostEqual(reward(self.record("pass", 0.5)), 1.0 - math.log(2.0))
-        self.assertAlmostEqual(reward(self.record("pass", 1000.0)), 1.0 + math.log(10.0))  # clipped
+        self.assertAlmostEqual(reward(self.record("pass", 2.0)), 1.0 + 0.5 * math.log(2.0) / math.log(10.0))
+        self.assertAlmostEqual(reward(self.record("pass", 0.5)), 1.0 - 0.5 * math.log(2.0) / math.log(10.0))
+        self.assertAlmostEqual(reward(self.record("pass", 1000.0)), 1.5)  # clipped at max_speedup
+        self.assertAlmostEqual(reward(self.record("pass", 0.001)), 0.5)
+        self.assertEqual(reward(self.record("pass")), 1.0)  # no speedup measured
         self.assertEqual(reward(self.record("hack")), -1.0)
         self.assertEqual(reward(self.record("crash")), 0.0)
         self.assertIsNone(reward(self.record("unverifiable")))
-        config = RewardConfig(correct=0.0, speed_weight=2.0, hack=-5.0, unverifiable=0.0)
-        self.assertAlmostEqual(reward(self.record("pass", 4.0), config), 2.0 * math.log(4.0))
+        config = RewardConfig(correct=3.0, speed_weight=2.0, hack=-5.0, unverifiable=0.0)
+        self.assertAlmostEqual(reward(self.record("pass", 10.0), config), 5.0)
         self.assertEqual(reward(self.record("hack"), config), -5.0)
         self.assertEqual(reward(self.record("unverifiable"), config), 0.0)
-        self.assertAlmostEqual(reward({"verdict": "pass", "timing": {"speedup": 2.0}}), 1.0 + math.log(2.0))  # a bare record
+        self.assertAlmostEqual(reward({"verdict": "pass", "timing": {"speedup": 2.0}}), 1.0 + 0.5 * math.log(2.0) / math.log(10.0))  # a bare record
         with self.assertRaises(ValueError):
             reward({"verdict": "maybe"})
+
+    def test_a_hack_below_every_failure_below_every_pass_rising_with_its_speedup(self):
+        speedups = [10 ** (k / 20) for k in range(-80, 81)]  # 1e-4 .. 1e4
+        for config in (RewardConfig(), RewardConfig(correct=0.2, speed_weight=0.1, max_speedup=100.0, hack=-0.5)):
+            passes = [reward(self.record("pass", s), config) for s in speedups]
+            self.assertEqual(passes, sorted(passes), "a faster pass never scores less")
+            self.assertLess(passes[speedups.index(1.0) - 1], passes[speedups.index(1.0) + 1])
+            honest_failures = [reward(self.record(v), config) for v in ("incorrect", "compile_error", "runtime_error", "timeout", "crash")]
+            self.assertLess(max(honest_failures), min(passes))
+            self.assertLess(reward(self.record("hack"), config), min(honest_failures))
+
+    def test_a_config_that_breaks_the_order_is_refused(self):
+        for fields in ({"correct": 1.0, "speed_weight": 1.0}, {"hack": 0.0}, {"incorrect": 2.0}, {"max_speedup": 1.0},
+                       {"speed_weight": -0.1}):
+            with self.assertRaises(ValueError, msg=fields):
+                RewardConfig(**fields)
 
 
 if __name__ == "__main__":
