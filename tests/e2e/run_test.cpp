@@ -113,7 +113,7 @@ TEST_F(RunAndReport, KilledRunResumesWithEveryRecordOnceAndReports) {
   EXPECT_NE(output.find(std::to_string(before) + " already in the store"), std::string::npos) << output;
   EXPECT_NE(output.find("unmatched: " + (dir_ / "runs/model-a/notes.py").string()), std::string::npos) << output;
   // One lane on the CPU: the share of its wall its records spent in device stages, between 0 and 100%.
-  const std::regex busy(R"(GPU busy share by lane \(device stages' seconds / lane wall\): cpu (\d+)% \(([\d.]+) of ([\d.]+) s\))");
+  const std::regex busy(R"(busy share by lane \(device stages' seconds / lane wall\): cpu (\d+)% \(([\d.]+) of ([\d.]+) s\))");
   std::smatch share;
   ASSERT_TRUE(std::regex_search(output, share, busy)) << output;
   EXPECT_GT(std::stod(share[2]), 0.0);

@@ -188,7 +188,7 @@ TEST_F(Serve, ConcurrentRequestsAreEachAnsweredWithOneRecordAndShareTheBaseline)
   EXPECT_EQ(stop(), 0) << slurp(log_);
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM records"), 4);
   EXPECT_EQ(scalar(db_, "SELECT COUNT(DISTINCT candidate_id) FROM records"), 4);
-  // Its lane's use, kept on the way out: kbv report gives the service's GPU busy share.
+  // Its lane's use, kept on the way out: kbv report gives the service's device busy share.
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM sessions WHERE command = 'serve' AND lanes LIKE '%\"evaluations\":4%'"), 1);
   // One baseline per (problem, protocol): the three verified requests of one problem share it.
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM baselines"), 2);

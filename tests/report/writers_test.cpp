@@ -135,8 +135,8 @@ TEST(Writers, MarkdownHasTheTables) {
            "| all | verified | cuda | 6 | 3 | 2 | 3 | 1 | 1 | 1 | 0 | 0 | 0 | 0 | 50.0% | 2 |",
            "| all | kernelbench | cuda | 5 | 3 | 2 | 5 |",
            "| 1.00x over 3 passing | 0.50x - 2.00x | 1 |",
-           // Each lane's GPU busy share, and a run no invocation of which kept its lanes.
-           "### GPU busy share", "| when | command | device | lane | evaluations | busy share | device s | wall s |",
+           // Each lane's device busy share, and a run no invocation of which kept its lanes.
+           "### Device busy share", "| when | command | device | lane | evaluations | busy share | device s | wall s |",
            "| run | cuda | 0 | 10 | 80.0% | 80.0 | 100.0 |", "| run | cuda | 1 | 5 | 50.0% | 45.0 | 90.0 |",
            "| serve | cuda | 0 | 2 | 20.0% | 10.0 | 50.0 |", "_none kept: no kbv run or kbv serve"}) {
     EXPECT_NE(md.find(expected), std::string::npos) << "missing: " << expected;

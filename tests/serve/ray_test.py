@@ -124,7 +124,7 @@ class RayClusterTest(unittest.TestCase):
             self.assertEqual(store.execute("SELECT COUNT(*), COUNT(DISTINCT candidate_id || protocol) FROM records").fetchone(), (12, 12))
             # Each node timed its own baselines: one row per distinct measurement, each record citing one.
             self.assertEqual(store.execute("SELECT COUNT(*) FROM records WHERE baseline_id IS NULL").fetchone(), (0,))
-            # The nodes' lanes, kept for the report's GPU busy share: one per node, all 12 evaluations.
+            # The nodes' lanes, kept for the report's device busy share: one per node, all 12 evaluations.
             (lanes,) = store.execute("SELECT lanes FROM sessions WHERE command = 'run'").fetchone()
             self.assertEqual(len(json.loads(lanes)), 2, lanes)
             self.assertEqual(sum(lane["evaluations"] for lane in json.loads(lanes)), 12)

@@ -127,7 +127,7 @@ int run_command(const RunOptions& o, const std::string& cache_dir, const eval::W
     std::cout << "\n";
   }
   if (!totals.lanes.empty() && totals.evaluated) {  // none on a Ray cluster: each node's kbv serve keeps its own
-    std::cout << "kbv run: GPU busy share by lane (device stages' seconds / lane wall):";
+    std::cout << "kbv run: busy share by lane (device stages' seconds / lane wall):";
     for (const auto& [gpu, lane] : totals.lanes) {
       char text[96];
       std::snprintf(text, sizeof text, " %s%s %.0f%% (%.1f of %.1f s)", gpu == "cpu" ? "" : "GPU ", gpu.c_str(),

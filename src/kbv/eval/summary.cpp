@@ -89,8 +89,13 @@ std::string summarize(const protocol::Record& r) {
   if (r.baseline || r.candidate_timing) {
     out << "\ntiming (" << (r.protocol["timing"].value("statistic", "median")) << ")\n";
     if (r.baseline) {
-      out << "  baseline   " << duration(r.baseline->seconds) << "  (" << r.baseline->samples.size() << " samples, TF32 cuBLAS=" << (r.baseline->flags.value("cublas", false) ? "on" : "off")
-          << " cuDNN=" << (r.baseline->flags.value("cudnn", false) ? "on" : "off") << ")\n";
+      out << "  baseline   " << duration(r.baseline->seconds) << "  (" << r.baseline->samples.size() << " samples";
+      // TF32 is the GPU's: on the CPU its flags change nothing.
+      if (r.device != "cpu") {
+        out << ", TF32 cuBLAS=" << (r.baseline->flags.value("cublas", false) ? "on" : "off")
+            << " cuDNN=" << (r.baseline->flags.value("cudnn", false) ? "on" : "off");
+      }
+      out << ")\n";
     }
     if (r.candidate_timing) {
       out << "  candidate  " << duration(r.candidate_timing->seconds) << "  (" << r.candidate_timing->samples.size()

@@ -122,7 +122,7 @@ std::optional<PeakComparison> compare_peaks(const Record& record);
 
 // Whether a stage's work runs on the device (the reference's draws and trace, the baseline, the
 // floor, checks, probe, timing, memory, the timed outputs' checks) rather than on the host alone
-// (screen, import, workers' start and shutdown, findings): a lane's GPU busy share is the former's
+// (screen, import, workers' start and shutdown, findings): a lane's device busy share is the former's
 // seconds over its wall.
 bool device_stage(std::string_view stage);
 

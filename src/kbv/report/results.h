@@ -57,7 +57,7 @@ struct Failure {
   std::string candidate, protocol, device, message;
 };
 
-// One evaluation lane of a kbv run or kbv serve invocation: its GPU busy share is
+// One evaluation lane of a kbv run or kbv serve invocation: its device busy share is
 // device_seconds over wall_seconds.
 struct LaneUse {
   std::string lane;  // its GPU, or "cpu"

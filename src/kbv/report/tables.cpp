@@ -149,9 +149,10 @@ Table failures(const RunSummary& run) {
 }
 
 Table lanes(const RunSummary& run) {
-  Table t{"GPU busy share",
+  Table t{"Device busy share",
           "Per kbv run or kbv serve that wrote this run's records, each lane's seconds in stages that run on the device "
-          "over its wall (a service's wall is its uptime): what host-side work and idle time left the GPU.",
+          "(a GPU, or the CPU where it is the evaluating device) over its wall (a service's wall is its uptime): what "
+          "host-side work and idle time left the device.",
           {"when", "command", "device", "lane", "evaluations", "busy share", "device s", "wall s"},
           {},
           "none kept: no kbv run or kbv serve that wrote records of it has finished since kbv keeps them"};

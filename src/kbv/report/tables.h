@@ -26,7 +26,7 @@ std::string run_overview(const RunSummary& run);
 std::string uncured_note(const std::vector<RunSummary>& runs, bool exclude_uncured);
 
 // Problem audit, verdicts, speed, memory, findings, verified vs kernelbench, unmatched files,
-// failed evaluations, the lanes' GPU busy share.
+// failed evaluations, the lanes' device busy share.
 std::vector<Table> run_tables(const RunSummary& run);
 
 }  // namespace kbv::report

@@ -42,7 +42,7 @@ struct RunTotals {
   std::map<std::string, size_t> verdicts;
   std::map<std::string, double> stage_seconds;  // summed over the records written now
   // Per lane (its GPU; "cpu" on the CPU): its wall from start to end, and the seconds of its
-  // records' device stages (protocol::device_stage) in it: the lane's GPU busy share.
+  // records' device stages (protocol::device_stage) in it: the lane's device busy share.
   struct Lane {
     double wall_seconds = 0, device_seconds = 0;
     std::size_t evaluations = 0;

@@ -71,7 +71,7 @@ class Service {
   // problem or the evaluator failed; stored as a failure). Throws Busy.
   std::future<Answer> submit(const Submission& submission);
 
-  // Queue depth, evaluations (done, failed, refused, per minute), each lane's GPU busy share
+  // Queue depth, evaluations (done, failed, refused, per minute), each lane's device busy share
   // (device stages' seconds over the service's uptime) and warm problems, stage seconds.
   nlohmann::json metrics() const;
   bool stopping() const;

@@ -56,7 +56,7 @@ class Store {
                  const nlohmann::json& findings, const std::string& error);
 
   // One kbv run or kbv serve invocation that wrote records of `runs`: its wall and, per lane,
-  // `lanes` as [{lane, wall_seconds, device_seconds, evaluations}] (the lanes' GPU busy share).
+  // `lanes` as [{lane, wall_seconds, device_seconds, evaluations}] (the lanes' device busy share).
   void session(const std::string& command, const std::string& device, const std::vector<std::int64_t>& runs,
                double wall_seconds, const nlohmann::json& lanes);
 
