@@ -1,6 +1,7 @@
 #include "kbv/run/progress.h"
 
 #include <cmath>
+#include <utility>
 
 namespace kbv::run {
 namespace {
@@ -18,13 +19,13 @@ std::string duration(double seconds) {
 
 }  // namespace
 
-Progress::Progress(size_t evaluations, size_t compiles, bool terminal, std::FILE* out)
-    : evaluations_(evaluations), compiles_(compiles), terminal_(terminal), out_(out) {}
+Progress::Progress(size_t evaluations, size_t compiles, bool terminal, std::FILE* out, Clock clock)
+    : evaluations_(evaluations), compiles_(compiles), terminal_(terminal), out_(out), clock_(std::move(clock)) {}
 
 std::string Progress::eta() const {
-  if (evaluated_ == 0) return "ETA --";
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  return "ETA " + duration(elapsed / static_cast<double>(evaluated_) * static_cast<double>(evaluations_ - evaluated_));
+  if (evaluated_ < 2) return "ETA --";
+  const double since_first = std::chrono::duration<double>(clock_() - first_evaluated_).count();
+  return "ETA " + duration(since_first / static_cast<double>(evaluated_ - 1) * static_cast<double>(evaluations_ - evaluated_));
 }
 
 void Progress::compiled(const std::string& candidate, const std::string& outcome, double seconds) {
@@ -40,7 +41,7 @@ void Progress::compiled(const std::string& candidate, const std::string& outcome
 
 void Progress::evaluated(const std::string& verdict, const std::string& line) {
   std::lock_guard lock(mutex_);
-  ++evaluated_;
+  if (++evaluated_ == 1) first_evaluated_ = clock_();
   ++verdicts_[verdict];
   if (terminal_) {
     redraw();
