@@ -3,6 +3,7 @@ of the plain draw after torch.manual_seed, bit for bit, for every kind of random
 calls, while torch's default generators never hold the draw's seed, read from the drawing thread or
 from another one."""
 import random
+import sys
 import threading
 import time
 import unittest
@@ -56,6 +57,12 @@ class Values(unittest.TestCase):
         one = draws.draw_standard(lambda: [torch.rand(16)], SEED, "cpu")
         other = draws.draw_standard(lambda: [torch.rand(16)], SEED + 1, "cpu")
         self.assertFalse(torch.equal(one[0], other[0]))
+
+    def test_a_draw_imports_no_compiler(self):
+        # torch's guard of a dispatch mode against compilation imports torch._dynamo and sympy (880
+        # modules, a second per worker); the draws' mode has none.
+        draws.draw_standard(every_random_op, SEED, "cpu")
+        self.assertFalse("torch._dynamo" in sys.modules, "a draw imported torch._dynamo")
 
     def test_a_result_that_is_not_a_list_is_refused(self):
         with self.assertRaisesRegex(TypeError, "expected a list"):
