@@ -12,6 +12,7 @@ A seeded op without a generator variant (dropout in get_inputs, say) would draw 
 generators; such a draw is made again the plain way, after torch.manual_seed(seed). Whether a draw
 needs that depends on the problem's code alone, the same in both workers. Python's and numpy's
 generators are still seeded with the seed (get_inputs may use them) and given fresh entropy after."""
+import functools
 import random
 import sys
 
@@ -19,6 +20,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 
+@functools.cache  # an op's overloads are fixed: looked up once, not on every draw
 def _generator_variant(op):
     """`op` itself where it takes a generator, else its overload with the same arguments and a
     generator (rand.default -> rand.generator, randint.low -> randint.low_generator), else None."""
