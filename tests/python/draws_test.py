@@ -8,7 +8,10 @@ import threading
 import time
 import unittest
 
+import numpy
 import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import draws
 
@@ -18,7 +21,7 @@ SEED = 0x5EED_1234_5678
 def plain(get_inputs, seed, device="cpu"):
     """The draw after torch.manual_seed, moved to the device as kbv moves every draw."""
     torch.manual_seed(seed)
-    random.seed(seed)
+    random.seed(draws.python_seed(seed))
     with torch.device(device):
         inputs = get_inputs()
     return [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
@@ -68,6 +71,33 @@ class Values(unittest.TestCase):
         with self.assertRaisesRegex(TypeError, "expected a list"):
             draws.draw_standard(lambda: torch.rand(3), SEED, "cpu")
 
+    def test_modes_left_on_see_nothing_of_the_draw_and_are_back_after_it(self):
+        seen = []
+
+        class Functions(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                seen.append(func)
+                return func(*args, **(kwargs or {}))
+
+        class Ops(TorchDispatchMode):
+            @classmethod
+            def _should_skip_dynamo(cls):
+                return False
+
+            def __torch_dispatch__(self, op, types, args=(), kwargs=None):
+                seen.append(op)
+                return op(*args, **(kwargs or {}))
+        with Functions(), Ops():
+            drawn = draws.draw_standard(every_random_op, SEED, "cpu")
+            self.assertEqual((torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack()), (1, 1))
+            seen.clear()
+            torch.ones(1).add_(1)
+            self.assertTrue(seen, "the modes are on again after the draw")
+            seen.clear()
+            draws.draw_standard(every_random_op, SEED, "cpu")
+        self.assertEqual(seen, [])
+        self.assertTrue(equal(drawn, plain(every_random_op, SEED)))
+
     @unittest.skipUnless(torch.cuda.is_available(), "no CUDA device")
     def test_on_the_gpu_the_plain_values_too(self):
         self.assertTrue(equal(draws.draw_standard(every_random_op, SEED, "cuda"), plain(every_random_op, SEED, "cuda")))
@@ -110,6 +140,20 @@ class Seeds(unittest.TestCase):
             poller.join()
         self.assertNotIn(SEED, seen)
         self.assertNotIn(SEED % 2**64, seen)
+
+    def test_pythons_and_numpys_generators_never_hold_the_seed(self):
+        # A state seeded with the seed gives it back (numpy's first word is the seed itself).
+        seen = []
+
+        def get_inputs():
+            seen.append((random.getstate(), numpy.random.get_state()[1][0]))
+            return [torch.rand(4), random.random(), numpy.random.rand()]
+        one = draws.draw_standard(get_inputs, SEED, "cpu")
+        again = draws.draw_standard(get_inputs, SEED, "cpu")
+        random.seed(SEED)
+        self.assertNotEqual(seen[0][0], random.getstate())
+        self.assertNotEqual(seen[0][1], SEED % 2**32)
+        self.assertEqual(one[1:], again[1:])  # the same values in both workers
 
     def test_forget_seeds_gives_the_generators_fresh_entropy(self):
         torch.manual_seed(SEED)

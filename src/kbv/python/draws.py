@@ -11,8 +11,12 @@ torch.manual_seed(s), so the values are those of the plain draw, bit for bit, in
 A seeded op without a generator variant (dropout in get_inputs, say) would draw from the default
 generators; such a draw is made again the plain way, after torch.manual_seed(seed). Whether a draw
 needs that depends on the problem's code alone, the same in both workers. Python's and numpy's
-generators are still seeded with the seed (get_inputs may use them) and given fresh entropy after."""
+generators (get_inputs may use them) are seeded with a one-way function of the seed, so what a
+candidate reads there tells nothing of torch's draws, and given fresh entropy after. Any mode a
+candidate left on is off for the draw (_alone)."""
+import contextlib
 import functools
+import hashlib
 import random
 import sys
 
@@ -82,10 +86,36 @@ class PrivateGenerators(TorchDispatchMode):
         return variant(**named)
 
 
+@contextlib.contextmanager
+def _alone():
+    """get_inputs() with none of the process's modes on: a __torch_function__ or __torch_dispatch__
+    mode left on by other code here (the candidate's) would run inside the draw, between the timed
+    calls, and could change it. They are popped for the draw and pushed back after it."""
+    function_modes = [torch._C._pop_torch_function_stack() for _ in range(torch._C._len_torch_function_stack())]
+    dispatch_modes = [torch._C._pop_torch_dispatch_stack(None) for _ in range(torch._C._len_torch_dispatch_stack())]
+    try:
+        yield
+    finally:
+        for mode in reversed(dispatch_modes):
+            torch._C._push_on_torch_dispatch_stack(mode)
+        for mode in reversed(function_modes):
+            torch._C._push_on_torch_function_stack(mode)
+
+
+def python_seed(seed):
+    """The seed Python's and numpy's generators get for a draw: a one-way function of the draw's. Both
+    can be read by the candidate's threads while get_inputs() runs, and a state seeded with the
+    draw's seed itself gives it back (numpy's first word is the seed; Python's seeding inverts), which
+    would tell torch's draws as well."""
+    digest = hashlib.sha256(b"kbv python generators " + seed.to_bytes(8, "little")).digest()
+    return int.from_bytes(digest[:8], "little")
+
+
 def _seed_python(seed):
-    random.seed(seed)
+    derived = python_seed(seed)
+    random.seed(derived)
     if "numpy" in sys.modules:
-        sys.modules["numpy"].random.seed(seed % 2**32)
+        sys.modules["numpy"].random.seed(derived % 2**32)
 
 
 def _called(get_inputs, device):
@@ -98,15 +128,16 @@ def _called(get_inputs, device):
 
 def draw_standard(get_inputs, seed, device):
     """The problem's own inputs under `seed`, drawn on `device` (factory calls default to it)."""
-    _seed_python(seed)
-    private = PrivateGenerators(seed)
-    with private:
-        inputs = _called(get_inputs, device)
-    if private.plain_ops:
-        torch.manual_seed(seed)
+    with _alone():
         _seed_python(seed)
-        inputs = _called(get_inputs, device)
-    return [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
+        private = PrivateGenerators(seed)
+        with private:
+            inputs = _called(get_inputs, device)
+        if private.plain_ops:
+            torch.manual_seed(seed)
+            _seed_python(seed)
+            inputs = _called(get_inputs, device)
+        return [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
 
 
 def forget_seeds():

@@ -43,6 +43,21 @@ def aten_kernels():
             kernels[name] = tuple(line for line in torch._C._dispatch_dump(name).splitlines()
                                   if line.split(":", 1)[0].removesuffix(" (inactive)") in COMPUTE_KEYS)
     return kernels
+def dispatcher_state():
+    """The dispatcher's own switches beside its kernels: the dispatch keys with a backend fallback (a
+    boxed kernel every op without one of its own runs through: TORCH_LIBRARY_IMPL(_, Key, m) with
+    m.fallback(), which no operator's dump lists), and the calling thread's local include and exclude
+    sets (a key added there routes that thread's every op through its fallback: kbv's draws run on
+    the main thread). ~2 ms."""
+    named = {int(key): name for name, key in torch._C.DispatchKey.__members__.items()}
+    # By value: torch's Python enum leaves some keys unnamed (its testing keys among them).
+    keys = [named.get(value, f"key {value}") for value in range(max(named) + 1)
+            if torch._C._dispatch_has_backend_fallback(torch._C.DispatchKey(value))]
+    return {"backend fallbacks": keys,
+            "thread's included keys": str(torch._C._dispatch_tls_local_include_set()),
+            "thread's excluded keys": str(torch._C._dispatch_tls_local_exclude_set())}
+
+
 # Namespaces whose callables a candidate could replace to fool a check or a clock.
 WATCHED_NAMESPACES = ("torch", "torch.nn.functional", "torch.Tensor", "torch.nn.Module", "torch.cuda", "torch.testing",
                       "time", "builtins", "kbv_harness", "kbv_monitor")
@@ -109,6 +124,7 @@ def snapshot():
                       "gc.callbacks": [id(callback) for callback in gc.callbacks],
                       "op-recording switches called": sorted(set(RECORDING_SWITCHES))},
             "aten_kernels": aten_kernels(),
+            "dispatcher": dispatcher_state(),
             "threads": {t.ident: t.name for t in threading.enumerate()},
             "native_threads": native_threads()}
 
@@ -135,6 +151,15 @@ def state_changes(before, after):
         if kernels != known:
             changes.append({"what": "aten kernel", "name": name,
                             "added": [k for k in kernels if k not in known][:4], "gone": [k for k in known if k not in kernels][:4]})
+    for name, value in before["dispatcher"].items():
+        now = after["dispatcher"][name]
+        if now != value:
+            change = {"what": "dispatcher", "name": name}
+            if isinstance(value, list):
+                change.update(added=[k for k in now if k not in value], gone=[k for k in value if k not in now])
+            else:
+                change.update(before=value, after=now)
+            changes.append(change)
     return changes
 
 

@@ -59,6 +59,7 @@ py::tuple CandidateWatch::import_candidate() {
   py::module_& monitor = python::monitor();
   monitor.attr("arm_tripwires")();
   before_import_ = monitor.attr("snapshot")();
+  routes_.emplace();
   handlers_before_ = signal_handlers();
   py::tuple watched = monitor.attr("import_watched")(python::harness().attr("load_candidate"), candidate_path_,
                                                      "kbv_candidate", problem_path_);
@@ -94,6 +95,13 @@ void CandidateWatch::check_state(const std::string& when) {
   if (!changes.empty()) add("global_state_tamper", "error", {{"when", when}, {"changes", changes}});
 }
 
+void CandidateWatch::check_routes(const std::string& when) {
+  if (!routes_) return;
+  if (nlohmann::json changes = routes_->restore(); !changes.empty()) {
+    add("global_state_tamper", "error", {{"when", when}, {"changes", std::move(changes)}});
+  }
+}
+
 void CandidateWatch::check_threads(const py::object& native_before, const std::string& when) {
   py::module_& monitor = python::monitor();
   const nlohmann::json python_threads = to_json(monitor.attr("new_threads")(before_import_));
@@ -111,6 +119,7 @@ nlohmann::json CandidateWatch::threads_started_since_import() const {
 
 void CandidateWatch::after_call(const std::vector<at::Tensor>& inputs, const std::optional<std::vector<at::Tensor>>& before,
                                 const std::vector<at::Tensor>& outputs, const nlohmann::json& flags, const std::string& when) {
+  check_routes(when);
   if (before) {
     for (const hacks::Mutation& m : hacks::mutations(*before, inputs)) {
       add("input_mutation", "error", {{"when", when}, {"input", m.index}, {"elements_changed", m.changed}, {"elements", m.elements}});

@@ -1,7 +1,7 @@
 // The runtime watch over a candidate in its own process (PROTOCOL.md, "Findings"; monitor.py holds
 // the Python half). It notes what the candidate did that it must not: builds that failed and were
 // swallowed, the problem's own code run, torch's global state or the harness (or a signal handler,
-// a gc callback, torch's op recording) changed, inputs changed, outputs sharing storage with inputs,
+// a gc callback, torch's op recording, a route into the dispatcher) changed, inputs changed, outputs sharing storage with inputs,
 // in memory not from the device's allocator or with code hooked to their release, threads left
 // running. Each fact becomes a finding with its evidence; the parent merges them with its own
 // judgements.
@@ -15,6 +15,8 @@
 #include <nlohmann/json.hpp>
 #include <pybind11/pybind11.h>
 
+#include "kbv/worker/dispatch_routes.h"
+
 namespace kbv::worker {
 
 class CandidateWatch {
@@ -27,6 +29,9 @@ class CandidateWatch {
   pybind11::object construct(const pybind11::object& build, const pybind11::tuple& args);
   // Compares torch's global state and the harness's callables with the snapshot taken before import.
   void check_state(const std::string& when);
+  // Compares the main thread's routes into the dispatcher with those before the import and puts
+  // its key sets back (worker/dispatch_routes.h): after each call, and before each of kbv's draws.
+  void check_routes(const std::string& when);
 
   // Around one checked call: `inputs` are the call's tensors, `before` their clones when the
   // content is to be compared (none: storage checks only), `flags` the TF32 flags set for it.
@@ -49,6 +54,7 @@ class CandidateWatch {
  private:
   std::string problem_path_, candidate_path_;
   pybind11::object before_import_;  // monitor.snapshot() before the candidate ran at all
+  std::optional<DispatchRoutes> routes_;  // the main thread's, before the import
   // Each signal's handler before the import: a handler of the candidate's runs its code whenever
   // the signal comes (a fault handler filling protected output pages when kbv reads them, a timer
   // signal doing work between timed calls).

@@ -193,7 +193,8 @@ nlohmann::json Session::load(const commands::Load& command) {
   return facts;
 }
 
-py::list Session::draw_standard(std::uint64_t seed) const {
+py::list Session::draw_standard(std::uint64_t seed) {
+  if (watch_) watch_->check_routes("kbv's draw of the inputs");
   py::list drawn = guarded(FailureKind::problem_error, "get_inputs() raised", [&] {
     return py::list(python::draws().attr("draw_standard")(problem_.attr("get_inputs"), seed, device_.str()));
   });
@@ -203,7 +204,7 @@ py::list Session::draw_standard(std::uint64_t seed) const {
   return drawn;
 }
 
-py::list Session::draw(const nlohmann::json& spec) const {
+py::list Session::draw(const nlohmann::json& spec) {
   const auto family = inputs::family_from_name(spec.at("family").get<std::string>());
   const std::uint64_t seed = spec.at("seed");
   py::list drawn = draw_standard(seed);

@@ -51,9 +51,9 @@ class Session {
   void start_device(const std::string& name, const nlohmann::json& protocol);
 
   // The inputs of one draw: {"family", "params", "seed"}; returns the Python argument list.
-  pybind11::list draw(const nlohmann::json& spec) const;
+  pybind11::list draw(const nlohmann::json& spec);
   // The problem's own inputs under `seed` (the `standard` family's draw).
-  pybind11::list draw_standard(std::uint64_t seed) const;
+  pybind11::list draw_standard(std::uint64_t seed);
   // One forward under `mode`'s TF32 flags (reference, baseline or candidate). A watched
   // candidate's call is checked (inputs unchanged, outputs not aliasing them, flags kept); `when`
   // names the call in that evidence.
