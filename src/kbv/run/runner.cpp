@@ -81,7 +81,8 @@ class Runner {
   void audit_problem(const Pending& p, const eval::WorkerLaunch& launch);
   void lane(const std::string& gpu);
   void evaluate_groups(lane::Lane& mine);
-  void count(const Pending& p, const lane::Outcome& outcome);
+  // Into the totals and the progress line (`where`: the node that answered, under --ray).
+  void count(const Pending& p, const lane::Outcome& outcome, const std::string& where = "");
   void stop_for_no_device();
 
   const RunRequest& request_;
@@ -183,21 +184,16 @@ json Runner::run_on_ray() {
       return;
     }
     const Pending& p = *pending.at(std::stoul(line.at("key").get<std::string>()));
+    lane::Outcome outcome;
     if (!line.contains("answer")) {
-      const std::string failure = line.value("error", std::string("no answer"));
-      store_.failure(p.candidate_id, p.protocol, request_.device, failure);
-      ++totals_.failed;
-      progress_->evaluated("failed", "failed  " + p.protocol + "  " + p.job->candidate.path + ": " + failure.substr(0, 300));
-      return;
+      outcome.failure = line.value("error", std::string("no answer"));
+      store_.failure(p.candidate_id, p.protocol, request_.device, outcome.failure);
+    } else {
+      outcome.record = line["answer"].at("record");
+      outcome.seconds = line["answer"].value("evaluation_seconds", 0.0);
+      outcome.stored = filer_.file(p.problem_id, p.candidate_id, p.protocol, outcome.record);
     }
-    const json& record = line["answer"].at("record");
-    filer_.file(p.problem_id, p.candidate_id, p.protocol, record);
-    ++totals_.evaluated;
-    totals_.evaluate_seconds += line["answer"].value("evaluation_seconds", 0.0);
-    ++totals_.verdicts[record.value("verdict", std::string("?"))];
-    for (const auto& [stage, seconds] : record["stage_seconds"].items()) totals_.stage_seconds[stage] += seconds.get<double>();
-    progress_->evaluated(record.value("verdict", std::string("?")),
-                         describe(p, record) + "  (" + line["answer"].value("node", std::string("?")) + ")");
+    count(p, outcome, "  (" + line.value("answer", json::object()).value("node", std::string("?")) + ")");
   };
   evaluate_on_ray(*request_.ray, requests, std::filesystem::temp_directory_path().string(), file);
   return lanes;
@@ -310,7 +306,7 @@ void Runner::stop_for_no_device() {
   stop_building_ = true;
 }
 
-void Runner::count(const Pending& p, const lane::Outcome& outcome) {
+void Runner::count(const Pending& p, const lane::Outcome& outcome, const std::string& where) {
   {
     std::lock_guard lock(mutex_);
     totals_.evaluate_seconds += outcome.seconds;
@@ -323,7 +319,7 @@ void Runner::count(const Pending& p, const lane::Outcome& outcome) {
     }
   }
   if (outcome.failure.empty()) {
-    progress_->evaluated(outcome.record.value("verdict", std::string("?")), describe(p, outcome.record));
+    progress_->evaluated(outcome.record.value("verdict", std::string("?")), describe(p, outcome.record) + where);
   } else {
     progress_->evaluated("failed", "failed  " + p.protocol + "  " + p.job->candidate.path + ": " + outcome.failure.substr(0, 300));
   }
