@@ -93,15 +93,14 @@ TEST(Stability, ATailIsNotScatter) {
   EXPECT_TRUE(judged.at("reliable"));
 }
 
-// On a GPU, a side whose host path outgrows the launch cover has the device wait inside the timed
-// region; without a cover (the CPU, the kernelbench protocol) nothing is judged so.
-TEST(Stability, AHostPathBeyondTheLaunchCoverIsHostBound) {
+// On a GPU, a side whose host path outgrows its launch cover has the device wait inside the timed
+// region; a cover sized to the side's host path, or none (the CPU, the kernelbench protocol), not.
+TEST(Stability, AHostPathBeyondItsLaunchCoverIsHostBound) {
   const std::vector<double> b = around(1e-3, 50), c = around(1e-4, 50);
   const std::vector<double> slow_launch = around(203e-6, 50), quick_launch = around(56e-6, 50);
-  StabilityLimits limits;
-  limits.launch_cover_seconds = 100e-6;
-  EXPECT_EQ(ids(judge_stability({b, slow_launch, quiet_host()}, {c, quick_launch, quiet_host()}, limits)),
+  EXPECT_EQ(ids(judge_stability({b, slow_launch, quiet_host(), 100e-6}, {c, quick_launch, quiet_host(), 100e-6}, {})),
             (std::vector<std::string>{"host_bound/baseline"}));
+  EXPECT_TRUE(judge_stability({b, slow_launch, quiet_host(), 260e-6}, {c, quick_launch, quiet_host(), 100e-6}, {}).at("reliable"));
   EXPECT_TRUE(judge_stability({b, slow_launch, quiet_host()}, {c, quick_launch, quiet_host()}, {}).at("reliable"));
 }
 

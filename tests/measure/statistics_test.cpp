@@ -45,6 +45,22 @@ TEST(Median, NaNSampleIsNaN) {
   EXPECT_TRUE(std::isnan(median(v)));
 }
 
+TEST(Quantile, NearestRank) {
+  const std::vector<double> v = scrambled_one_to(10);  // 1..10
+  // q = 0.9: the smallest value with 9 of 10 at or below it -> 9; 0.91 -> 10; 0 -> the least
+  EXPECT_DOUBLE_EQ(quantile(v, 0.9), 9.0);
+  EXPECT_DOUBLE_EQ(quantile(v, 0.91), 10.0);
+  EXPECT_DOUBLE_EQ(quantile(v, 1.0), 10.0);
+  EXPECT_DOUBLE_EQ(quantile(v, 0.0), 1.0);
+  EXPECT_DOUBLE_EQ(quantile(v, 0.5), 5.0);
+}
+
+TEST(Quantile, EdgeCases) {
+  EXPECT_TRUE(std::isnan(quantile(std::vector<double>{}, 0.5)));
+  EXPECT_TRUE(std::isnan(quantile(std::vector<double>{1, NAN}, 0.5)));
+  EXPECT_THROW(quantile(std::vector<double>{1}, 1.5), std::invalid_argument);
+}
+
 TEST(Median, DoesNotReorderInput) {
   const std::vector<double> v{3, 1, 2};
   median(v);

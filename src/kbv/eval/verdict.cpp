@@ -80,13 +80,17 @@ void judge_measured(Record& record, const protocol::Protocol& protocol, std::opt
       }
     }
     const protocol::Timing& t = protocol.timing;
-    const measure::SideTiming baseline{record.baseline->samples, record.baseline->launch_samples, record.baseline->host};
+    // The cover each side's calls had (its clock says; on the CPU there is no launch to cover: a
+    // call's host path is the call).
+    const auto cover = [&](const protocol::TimingResult& side) {
+      return record.device == "cuda" ? side.clock.value("launch_cover_seconds", t.launch_cover_seconds) : 0.0;
+    };
+    const measure::SideTiming baseline{record.baseline->samples, record.baseline->launch_samples, record.baseline->host,
+                                       cover(*record.baseline)};
     const measure::SideTiming candidate{record.candidate_timing->samples, record.candidate_timing->launch_samples,
-                                        record.candidate_timing->host};
-    // On the CPU there is no launch to cover: a call's host path is the call.
-    const double cover = record.device == "cuda" ? t.launch_cover_seconds : 0.0;
+                                        record.candidate_timing->host, cover(*record.candidate_timing)};
     record.stability = measure::judge_stability(
-        baseline, candidate, {t.unreliable_other_cores, t.unreliable_steal_share, t.unreliable_scatter_share, t.unreliable_drift_share, cover});
+        baseline, candidate, {t.unreliable_other_cores, t.unreliable_steal_share, t.unreliable_scatter_share, t.unreliable_drift_share});
   }
 }
 

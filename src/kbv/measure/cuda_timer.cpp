@@ -42,11 +42,11 @@ Function driver_function(const char* name, int version) {
 
 class CudaEventTimer final : public Timer {
  public:
-  CudaEventTimer(const c10::Device& device, const protocol::Timing& timing) : device_sync_(timing.device_sync) {
-    int peak_khz = 0;
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&peak_khz, cudaDevAttrClockRate, device.index()));
-    // Cycles at the peak clock: at a lower clock the cover only lasts longer.
-    cover_cycles_ = static_cast<std::int64_t>(timing.launch_cover_seconds * peak_khz * 1e3);
+  CudaEventTimer(const c10::Device& device, const protocol::Timing& timing)
+      : device_sync_(timing.device_sync), least_cover_seconds_(timing.launch_cover_seconds),
+        most_cover_seconds_(std::max(timing.launch_cover_seconds, timing.launch_cover_max_seconds)) {
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&peak_khz_, cudaDevAttrClockRate, device.index()));
+    set_cover(least_cover_seconds_);
     std::int64_t bytes = timing.l2_flush_bytes;
     // Twice the L2, as reported by the device: writing it evicts whatever the last call left.
     if (bytes <= 0) bytes = 2 * static_cast<std::int64_t>(at::cuda::getDeviceProperties(device.index())->l2CacheSize);
@@ -66,6 +66,10 @@ class CudaEventTimer final : public Timer {
   }
 
   void flush_cache() override { flush_.zero_(); }
+
+  void cover_host_path(double host_path_seconds) override {
+    if (least_cover_seconds_ > 0) set_cover(std::clamp(host_path_seconds, least_cover_seconds_, most_cover_seconds_));
+  }
 
   TimedCall time(const std::function<void()>& call, const char* range) override {
     const auto stream = at::cuda::getCurrentCUDAStream();
@@ -107,11 +111,17 @@ class CudaEventTimer final : public Timer {
   nlohmann::json describe() const override {
     return {{"clock", "cuda events, current stream"}, {"device_sync", device_sync_}, {"l2_flush_bytes", flush_.numel()},
             {"idle_sync_seconds", idle_sync_seconds_}, {"context_latency_seconds", context_latency_seconds_},
-            {"launch_cover_cycles", cover_cycles_},
+            {"launch_cover_cycles", cover_cycles_}, {"launch_cover_seconds", cover_seconds_},
             {"device_end", !device_sync_ ? "none" : end_on_device_ ? "context event" : "host wait"}};
   }
 
  private:
+  void set_cover(double seconds) {
+    cover_seconds_ = seconds;
+    // Cycles at the peak clock: at a lower clock the cover only lasts longer.
+    cover_cycles_ = static_cast<std::int64_t>(seconds * peak_khz_ * 1e3);
+  }
+
   static double elapsed_seconds(cudaEvent_t from, cudaEvent_t to) {
     float ms = 0;
     C10_CUDA_CHECK(cudaEventElapsedTime(&ms, from, to));
@@ -192,6 +202,9 @@ class CudaEventTimer final : public Timer {
   cudaEvent_t context_end_ = nullptr;
   double idle_sync_seconds_ = 0;
   double context_latency_seconds_ = 0;
+  const double least_cover_seconds_, most_cover_seconds_;
+  int peak_khz_ = 0;
+  double cover_seconds_ = 0;
   std::int64_t cover_cycles_ = 0;
   at::Tensor flush_;
   at::cuda::CUDAEvent start_{cudaEventDefault}, stream_end_{cudaEventDefault};

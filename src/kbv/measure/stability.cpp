@@ -48,10 +48,10 @@ void judge_side(const char* side, const SideTiming& timing, const StabilityLimit
                                  "changed while it was timed, and its median depends on when the samples were taken"}});
     }
   }
-  if (limits.launch_cover_seconds > 0 && !timing.launch_samples.empty()) {
+  if (timing.launch_cover_seconds > 0 && !timing.launch_samples.empty()) {
     const double launch = median(timing.launch_samples);
-    if (launch > limits.launch_cover_seconds) {
-      reasons.push_back({{"id", "host_bound"}, {"side", side}, {"launch_seconds", launch}, {"limit", limits.launch_cover_seconds},
+    if (launch > timing.launch_cover_seconds) {
+      reasons.push_back({{"id", "host_bound"}, {"side", side}, {"launch_seconds", launch}, {"limit", timing.launch_cover_seconds},
                          {"why", "the host took longer to launch a call than the launch cover keeps the device busy: the "
                                  "device waited for the host inside the timed region, so the figure follows the host's speed"}});
     }

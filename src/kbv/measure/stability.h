@@ -14,6 +14,7 @@ struct SideTiming {
   std::span<const double> samples;         // seconds
   std::span<const double> launch_samples;  // the host's seconds from the start event to the call's return
   nlohmann::json host;                     // host_load.h's, or null where it could not be read
+  double launch_cover_seconds = 0;         // the cover its calls had (> 0: a host path beyond it is host-bound)
 };
 
 struct StabilityLimits {
@@ -21,7 +22,6 @@ struct StabilityLimits {
   double steal_share = 0.05;    // of the cores' time, given to another guest
   double scatter_share = 0.25;  // samples beyond twice the side's median or below half of it
   double drift_share = 0.25;    // the median of the last third of a side's samples against its first third's
-  double launch_cover_seconds = 0;  // > 0: a side whose median host path outgrows it is host-bound
 };
 
 // {"reliable": bool, "reasons": [{"id", "side", the measured value, "limit", "why"}, ...]}; ids:

@@ -95,6 +95,16 @@ double median(std::span<const double> samples) {
   return median_in_place(copy);
 }
 
+double quantile(std::span<const double> samples, double q) {
+  if (!(q >= 0.0 && q <= 1.0)) throw std::invalid_argument("quantile: q must lie in [0, 1]");
+  if (samples.empty() || has_nan(samples)) return kNaN;
+  std::vector<double> copy(samples.begin(), samples.end());
+  const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(copy.size())));
+  const auto at = copy.begin() + static_cast<std::ptrdiff_t>(rank == 0 ? 0 : rank - 1);
+  std::nth_element(copy.begin(), at, copy.end());
+  return *at;
+}
+
 double mean(std::span<const double> samples) {
   if (samples.empty()) return kNaN;
   return std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(samples.size());

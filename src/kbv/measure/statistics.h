@@ -16,6 +16,10 @@ namespace kbv::measure {
 // (ordering is undefined with NaN, so no order statistic is returned for such input).
 double median(std::span<const double> samples);
 
+// The q-quantile, q in [0, 1], by nearest rank: the smallest sample with at least q of the samples
+// at or below it (q = 0: the least). Empty, or any NaN among the samples: NaN.
+double quantile(std::span<const double> samples, double q);
+
 // Arithmetic mean. Empty: NaN. NaN or infinities propagate as in plain summation.
 double mean(std::span<const double> samples);
 

@@ -34,6 +34,9 @@ class Timer {
   // `range` names the call for profilers (an NVTX range on the GPU: `ncu --nvtx-include` selects
   // exactly the timed calls' kernels).
   virtual TimedCall time(const std::function<void()>& call, const char* range) = 0;
+  // Sizes the launch cover (where there is one) for calls whose host path takes `host_path_seconds`
+  // (protocol::Timing's rule); the cover in use is in describe().
+  virtual void cover_host_path(double /*host_path_seconds*/) {}
   virtual nlohmann::json describe() const = 0;
 };
 

@@ -53,6 +53,7 @@ Protocol kernelbench() {
   p.timing.warmup_seconds = 0;
   p.timing.warmup_max_seconds = 0;
   p.timing.launch_cover_seconds = 0;
+  p.timing.launch_cover_max_seconds = 0;
   p.timing.fixed_samples = 100;
   p.timing.use_median = false;
   p.timing.device_sync = false;
@@ -102,6 +103,7 @@ nlohmann::json to_json(const Protocol& p) {
         {"warmup_seconds", t.warmup_seconds},
         {"warmup_max_seconds", t.warmup_max_seconds},
         {"launch_cover_seconds", t.launch_cover_seconds},
+        {"launch_cover_max_seconds", t.launch_cover_max_seconds},
         {"min_samples", t.min_samples},
         {"min_seconds", t.min_seconds},
         {"max_relative_half_width", t.max_relative_half_width},

@@ -35,9 +35,13 @@ struct Timing {
   // (docs/performance.md, "Timing stability").
   double warmup_seconds = 0.1;
   double warmup_max_seconds = 1.0;
-  // The GPU is kept busy this long (a spin kernel) before each timed call's start event, so that
-  // the host's launch of the call is not inside the timed region.
+  // The GPU is kept busy (a spin kernel) before each timed call's start event, so that the host's
+  // launch of the call is not inside the timed region: at least launch_cover_seconds, and after the
+  // warm-up as long as the side's own host path measured there (its 90th percentile, a quarter
+  // more), up to launch_cover_max_seconds. Both sides by the same rule: a slow host puts no device
+  // idle time into either side's figure (PROTOCOL.md, "Timing").
   double launch_cover_seconds = 100e-6;
+  double launch_cover_max_seconds = 5e-3;
   // Adaptive stop (fixed_samples == 0): PROTOCOL.md "Repetitions".
   int min_samples = 10;
   double min_seconds = 0.2;
@@ -58,7 +62,7 @@ struct Timing {
   // its samples lay beyond twice its median or below half of it (two groups: the median follows the
   // one the run filled more), or the median of its last third of samples moved by more than this
   // share from its first third's (drift); with a launch cover, also where a side's host path
-  // outgrew the cover.
+  // outgrew its cover (beyond launch_cover_max_seconds).
   double unreliable_other_cores = 0.5;
   double unreliable_steal_share = 0.05;
   double unreliable_scatter_share = 0.25;

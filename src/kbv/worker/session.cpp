@@ -119,6 +119,7 @@ nlohmann::json Session::load(const commands::Load& command) {
   timing.device_sync = protocol_.at("timing").at("device_sync");
   timing.l2_flush_bytes = protocol_.at("timing").at("l2_flush_bytes");
   timing.launch_cover_seconds = protocol_.at("timing").at("launch_cover_seconds");
+  timing.launch_cover_max_seconds = protocol_.at("timing").at("launch_cover_max_seconds");
   timer_ = measure::make_timer(device_, timing);
   memory_ = measure::make_memory_meter(device_);
   step("device_and_timer");
