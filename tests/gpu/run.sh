@@ -11,16 +11,16 @@
 # bench/overhead.py (stage `overhead`: kbv's own seconds per evaluation beside the kernel time),
 # bench/serve_vs_run.py (stage `serve`: kbv serve against kbv run on the same candidates, over the
 # GPUs of KBV_GPUS, e.g. 0,1 on nvidia-h200-x2; KBV_SERVE_COUNT candidates, default 64),
-# bench/transfer_probe.py (stage `transfer`), bench/comparison_probe.py (stage `comparison`: the
-# reference worker's passes over a 6 GiB output), bench/startup_probe.py (stage `startup`),
-# bench/cover_probe.py (stage `cover`: the timing noise of a sub-millisecond call, host or GPU, and
+# bench/probes/transfer_probe.py (stage `transfer`), bench/probes/comparison_probe.py (stage `comparison`: the
+# reference worker's passes over a 6 GiB output), bench/probes/startup_probe.py (stage `startup`),
+# bench/probes/cover_probe.py (stage `cover`: the timing noise of a sub-millisecond call, host or GPU, and
 # the device-wide excess per process pinned to each group of CPUs), bench/excess.py over three
 # verified evaluations each of torch's own reduction and a custom one as candidates (stage `roles`:
-# the device-wide excess in the candidate's worker against the reference's), bench/sync_probe.py
+# the device-wide excess in the candidate's worker against the reference's), bench/probes/sync_probe.py
 # (stage `sync`: that wait in plain processes, with and without copies to the host between samples),
 # build-gpu/kbv_gpu_ledger_cost (stage `ledger`: what the timing's GPU ledger costs kbv's cycle per
-# timed call, bench/gpu_ledger_cost.cpp), bench/build_probe.sh on relu_vec4 (stage `buildpath`: one build alone, in a plain process as the
-# loop builds and through kbv compile, ~4 min), bench/build_priority_probe.py (stage `priority`: a
+# timed call, bench/gpu_ledger_cost.cpp), bench/probes/build_probe.sh on relu_vec4 (stage `buildpath`: one build alone, in a plain process as the
+# loop builds and through kbv compile, ~4 min), bench/probes/build_priority_probe.py (stage `priority`: a
 # sleeping thread's wake-up and 200 us of work after it, beside compilers on every core at their
 # normal priority and at SCHED_IDLE, as kbv run's builds) and
 # the kbv side of bench/run.sh against the loop
@@ -86,11 +86,11 @@ for stage in $stages; do
       PYTHONPATH=$root/python python3 bench/serve_vs_run.py "$out/serve" --kbv "$KBV" --device cuda \
         --gpus "${KBV_GPUS:-0}" --count "${KBV_SERVE_COUNT:-64}" | tee "$out/serve.txt" || status=1 ;;
     transfer)
-      python3 bench/transfer_probe.py | tee "$out/transfer.txt" || status=1 ;;
+      python3 bench/probes/transfer_probe.py | tee "$out/transfer.txt" || status=1 ;;
     startup)
-      python3 bench/startup_probe.py 5 | tee "$out/startup.txt" || status=1 ;;
+      python3 bench/probes/startup_probe.py 5 | tee "$out/startup.txt" || status=1 ;;
     cover)
-      { python3 bench/cover_probe.py && python3 bench/cover_probe.py --processes; } | tee "$out/cover.txt" || status=1 ;;
+      { python3 bench/probes/cover_probe.py && python3 bench/probes/cover_probe.py --processes; } | tee "$out/cover.txt" || status=1 ;;
     bench)
       mkdir -p "$out/bench" &&
         cp docs/runs/2026-12-01-h200-bench/{loop.jsonl,manifest.tsv,counts} "$out/bench/" &&
@@ -112,14 +112,14 @@ for stage in $stages; do
     ledger)
       "$root/build-gpu/kbv_gpu_ledger_cost" 15 | tee "$out/ledger.txt" || status=1 ;;
     buildpath)
-      bash bench/build_probe.sh cuda bench/suite/candidates/1_ReLU/relu_vec4.py | tee "$out/buildpath.txt" || status=1 ;;
+      bash bench/probes/build_probe.sh cuda bench/suite/candidates/1_ReLU/relu_vec4.py | tee "$out/buildpath.txt" || status=1 ;;
     priority)
-      python3 bench/build_priority_probe.py | tee "$out/priority.txt" || status=1 ;;
+      python3 bench/probes/build_priority_probe.py | tee "$out/priority.txt" || status=1 ;;
     comparison)
-      python3 bench/comparison_probe.py | tee "$out/comparison.txt" || status=1 ;;
+      python3 bench/probes/comparison_probe.py | tee "$out/comparison.txt" || status=1 ;;
     sync)
       # The same wait in plain processes, with and without a copy to the host between samples.
-      python3 bench/sync_probe.py | tee "$out/sync.txt" || status=1 ;;
+      python3 bench/probes/sync_probe.py | tee "$out/sync.txt" || status=1 ;;
     large)
       # KernelBench's 19_ReLU at its own size (6 GiB in, 6 GiB out), an honest candidate, both
       # protocols: each evaluation's wall, its record's (the rest is the processes' start and

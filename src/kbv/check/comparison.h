@@ -33,7 +33,7 @@ double finite_rms(const at::Tensor& r);
 // go chunk by chunk in their own dtype, each chunk's result kept where it lies and read once at the
 // end: a few passes instead of the slices' twenty in float64 with a host read or two per slice (a
 // 6 GiB float32 output on the H200: the scaled error 20 ms instead of 143, the RMS 10 ms instead of
-// 55; bench/comparison_probe.py). Both give nullopt where the slices' rules must decide: a
+// 55; bench/probes/comparison_probe.py). Both give nullopt where the slices' rules must decide: a
 // non-finite entry on either side, an RMS that is not a normal number well inside the dtype's
 // range, a difference or scale past it. The ratio's difference and scale are each rounded once in
 // the dtype: within a few units in its last place of the float64 ratio (1e-6 of it in float32,

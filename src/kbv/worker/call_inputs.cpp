@@ -71,7 +71,7 @@ nlohmann::json input_checksum(const py::list& inputs) {
       // In the dtype, one pass each, one read: both workers run the same reduction over the same
       // shape on the same device, whose order is fixed, so equal draws give equal bits. A float64
       // sum of a float32 input casts it first, and a verified evaluation takes twenty checksums
-      // (bench/comparison_probe.py times both ways).
+      // (bench/probes/comparison_probe.py times both ways).
       const at::Tensor sums = at::stack({t.sum(), at::linalg_vector_norm(t, 1)}).to(at::kDouble).cpu();
       sum += sums[0].item<double>();
       abs_sum += sums[1].item<double>();

@@ -22,7 +22,7 @@ namespace {
 using nlohmann::json;
 
 // Where a pair of outputs is compared. On the device, a process's first comparison loads its
-// kernels (0.13 s on the H200, bench/startup_probe.py), later ones take under a millisecond; on
+// kernels (0.13 s on the H200, bench/probes/startup_probe.py), later ones take under a millisecond; on
 // the host each pays the copy out into fresh pages and a pass. Measured on the H200 over one
 // evaluation's draws (1 under kernelbench, 11 under verified): the host was 0.13-0.15 s cheaper
 // under kernelbench at 1 and 6 MiB per output, as cheap under verified at 1 MiB and 0.29 s dearer

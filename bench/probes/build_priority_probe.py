@@ -1,6 +1,6 @@
 """How a thread's host work fares beside busy compilers, at their normal priority and at SCHED_IDLE.
 
-Usage: python3 bench/build_priority_probe.py [COMPILERS] [SECONDS]   (defaults: one per core, 5 s)
+Usage: python3 bench/probes/build_priority_probe.py [COMPILERS] [SECONDS]   (defaults: one per core, 5 s)
 
 `kbv run` on the GPU times calls while candidates build on every core but two per lane. A timed
 call's host side (its launch, the spin on its end) must get a core when it wants one and keep it;

@@ -1,6 +1,6 @@
 """What the reference worker's passes over one large output cost on the device, step by step.
 
-Usage (on the GPU machine): python3 bench/comparison_probe.py [GiB]   (default 6: KernelBench's 19_ReLU)
+Usage (on the GPU machine): python3 bench/probes/comparison_probe.py [GiB]   (default 6: KernelBench's 19_ReLU)
 
 A verified evaluation of a 6 GiB problem makes each of these steps tens of times (per draw, per
 check, per timed call's sketch). This times, side by side in one process, on one float32 tensor of

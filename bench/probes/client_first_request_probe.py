@@ -4,7 +4,7 @@ speaks http.client since a033c50): C threads post to a local plain-HTTP server t
 of JSON, as kbv serve answers a record. Prints, for each way, the first C requests' round trips
 (one per thread, each thread's first) and the median of the rest. Run it under each Python at hand:
 
-    python3 bench/client_first_request_probe.py [--threads 4] [--requests 12]
+    python3 bench/probes/client_first_request_probe.py [--threads 4] [--requests 12]
 
 Python 3.12's urllib builds an HTTPS handler, with the system's TLS trust store, for every opener,
 and threads that find no opener yet each build one.

@@ -7,7 +7,7 @@ how many loaded runs' timing converged. What issue 49 asks of a speedup: within 
 figure on the same host, or flagged. Builds are made first (a first evaluation per candidate,
 not counted).
 
-Usage: python3 bench/load_probe.py [--kbv build/kbv] [--hogs N] [--runs N]
+Usage: python3 bench/probes/load_probe.py [--kbv build/kbv] [--hogs N] [--runs N]
 """
 import argparse
 import json
@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
 def honest_cpu_rows():

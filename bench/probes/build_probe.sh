@@ -6,12 +6,12 @@
 # the candidate with its own trailing comment, so that no build finds another's in the cache.
 # In the bench a kbv build took ~75 s with 6 to 14 building at once on the H200, where the loop's
 # took 31-46 s alone; this says how much of that is the build path and how much the company.
-# Usage: bench/build_probe.sh DEVICE CANDIDATE   (KBV: the binary, default build-gpu/kbv or build/kbv)
+# Usage: bench/probes/build_probe.sh DEVICE CANDIDATE   (KBV: the binary, default build-gpu/kbv or build/kbv)
 set -euo pipefail
-[ $# -eq 2 ] || { echo "usage: bench/build_probe.sh cpu|cuda CANDIDATE" >&2; exit 2; }
+[ $# -eq 2 ] || { echo "usage: bench/probes/build_probe.sh cpu|cuda CANDIDATE" >&2; exit 2; }
 device=$1
 candidate=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 kbv=${KBV:-$root/build-gpu/kbv}
 [ -x "$kbv" ] || kbv=$root/build/kbv
 python=${KBV_PYTHON:-$("$root/scripts/python-env.sh")}

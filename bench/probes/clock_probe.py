@@ -1,6 +1,6 @@
 """Does a kernel's time depend on what the GPU did just before? On the H200 it does (docs/performance.md).
 
-Usage (on the GPU machine): python3 bench/clock_probe.py
+Usage (on the GPU machine): python3 bench/probes/clock_probe.py
 
 Times a 4096^3 TF32 matmul (about 0.36 ms) 200 times in a row, each sample flushed and timed with
 CUDA events around a device synchronize as kbv's verified timing does, after 2 s idle or 0.5 s of

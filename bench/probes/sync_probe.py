@@ -1,7 +1,7 @@
 """Where does the device-wide wait's excess come from, and what idle wait should be taken off?
 (docs/performance.md, "The device-wide end")
 
-Usage (on the GPU machine): python3 bench/sync_probe.py [PROCESSES]
+Usage (on the GPU machine): python3 bench/probes/sync_probe.py [PROCESSES]
 
 kbv's verified timer spins until the current stream's end event has happened, then synchronizes the
 whole device and counts whatever that wait outlasts an idle device's (measured once, after an L2

@@ -1,6 +1,6 @@
 """What moving one large output from a worker to kbv's parent costs, step by step (docs/performance.md).
 
-Usage (on the GPU machine): python3 bench/transfer_probe.py [MiB]   (default 512)
+Usage (on the GPU machine): python3 bench/probes/transfer_probe.py [MiB]   (default 512)
 
 A worker copies each large output into a shared memfd region that the parent maps read-only and
 compares in place (src/kbv/worker/shared_region.h). This times, side by side in one process, for

@@ -5,7 +5,7 @@ Times torch.relu back to back on tensors of a few sizes, each call bracketed by 
 the main thread's CPU clocks, and prints per call: its wall time, its CPU time (all threads), and
 the CPU time other threads spent between the calls (what kbv's timing ledger counts as work no
 timer saw), under OpenMP's default wait policy and under passive, side by side in one run.
-Usage: bench/openmp_idle_probe.py [CALLS]   (the interpreter kbv embeds: scripts/python-env.sh)"""
+Usage: bench/probes/openmp_idle_probe.py [CALLS]   (the interpreter kbv embeds: scripts/python-env.sh)"""
 import os
 import subprocess
 import sys

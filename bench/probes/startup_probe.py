@@ -1,6 +1,6 @@
 """What a worker forked from kbv's zygote pays before it can run a candidate (docs/performance.md).
 
-Usage (on the GPU machine): python3 bench/startup_probe.py [REPEATS]   (default 3)
+Usage (on the GPU machine): python3 bench/probes/startup_probe.py [REPEATS]   (default 3)
 
 Like the zygote, this process imports torch once and does not touch CUDA; each child it forks
 times, in order: the fork itself (seen from the child's first line), CUDA's initialisation with

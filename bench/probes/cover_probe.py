@@ -1,7 +1,7 @@
 """Is a sub-millisecond call's timing noise the host's or the GPU's, and which part of kbv's pattern
 of timed calls brings it? (docs/performance.md, "Timing stability")
 
-Usage (on the GPU machine): python3 bench/cover_probe.py
+Usage (on the GPU machine): python3 bench/probes/cover_probe.py
 
 Times a 4096^3 TF32 matmul (about 0.34 ms) as kbv's verified timing does (an L2 flush, a spin kernel
 that covers the host's launch, start event, call, end event), 400 samples per series, while
