@@ -21,15 +21,17 @@ struct Outcome {
   std::optional<double> peak_ratio;
   std::optional<bool> raises_peak;
   std::vector<std::pair<std::string, std::string>> findings;  // id, severity
+  std::string reason = "";
 };
 
 // A record shaped like `kbv eval --json`'s, with the fields the store indexes.
 json record(const std::string& protocol, const Outcome& o) {
   json r = {{"problem", "p.py"}, {"candidate", "c.py"}, {"device", "cuda"}, {"protocol", {{"name", protocol}}},
-            {"verdict", o.verdict}, {"verdict_reason", ""}, {"findings", json::array()}, {"timing", json::object()},
+            {"verdict", o.verdict}, {"verdict_reason", o.reason}, {"findings", json::array()}, {"timing", json::object()},
             {"memory", json::object()}, {"wall_seconds", 1.0}};
   if (o.speedup) {
-    r["timing"] = {{"baseline_ms", 1.0}, {"candidate_ms", 1.0 / *o.speedup}, {"speedup", *o.speedup}};
+    r["timing"] = {{"baseline_ms", 1.0}, {"candidate_ms", 1.0 / *o.speedup}, {"speedup", *o.speedup},
+                   {"speedup_ci", {0.9 * *o.speedup, 1.1 * *o.speedup}}};
   }
   if (o.peak_ratio) r["memory"]["peak_ratio"] = *o.peak_ratio;
   if (o.raises_peak) r["memory"]["raises_peak"] = *o.raises_peak;
@@ -83,7 +85,8 @@ std::filesystem::path write_sample_store(const std::filesystem::path& dir) {
   add(store, c1, "verified", {"pass", 2.0, 1.0, false, {}});
   add(store, c2, "verified", {"pass", 0.5, 2.0, true, {{"library_fallback", "warning"}}});
   add(store, c3, "verified", {"pass", 1.0, 0.5, false, {}});
-  add(store, c4, "verified", {"hack", 10.0, 1.0, false, {{"timing_anomaly", "error"}, {"library_fallback", "warning"}}});
+  add(store, c4, "verified",
+      {"hack", 10.0, 1.0, false, {{"timing_anomaly", "error"}, {"library_fallback", "warning"}}, "timing_anomaly"});
   add(store, c5, "verified", {"incorrect", std::nullopt, std::nullopt, std::nullopt, {}});
   add(store, c6, "verified", {"compile_error", std::nullopt, std::nullopt, std::nullopt, {}});
   // kernelbench on c1..c5 (c6 has no kernelbench record): everything passes, the hack included.

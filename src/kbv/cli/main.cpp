@@ -25,6 +25,7 @@
 #include "kbv/eval/compile.h"
 #include "kbv/eval/evaluation.h"
 #include "kbv/eval/summary.h"
+#include "kbv/protocol/record.h"
 #include "kbv/python/interpreter.h"
 #include "kbv/report/report_command.h"
 #include "kbv/run/discovery.h"
@@ -35,6 +36,15 @@
 namespace {
 
 std::string self_executable() { return std::filesystem::canonical("/proc/self/exe").string(); }
+
+// Every verdict's name, for the options that take one (Verdict's last is unverifiable).
+std::vector<std::string> verdict_names() {
+  std::vector<std::string> names;
+  for (int v = 0; v <= static_cast<int>(kbv::protocol::Verdict::unverifiable); ++v) {
+    names.emplace_back(kbv::protocol::name(static_cast<kbv::protocol::Verdict>(v)));
+  }
+  return names;
+}
 
 // Workers forked from a zygote (worker/zygote.h) or started afresh. auto is kbv's choice: on, on
 // both devices since the CUDA demo (with its device fault) gave the same verdicts forked
@@ -277,6 +287,18 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--out", report.out_dir, "Folder for the three files (created if needed)")->capture_default_str();
   report_cmd->add_flag("--exclude-uncured", report.exclude_uncured,
                        "Leave out candidates on problems whose audit found a defect the verified protocol does not cure");
+  CLI::Option_group* rows = report_cmd->add_option_group("candidates", "Print records instead of writing the report");
+  rows->add_flag("--candidates", report.candidates,
+                 "Print one row per record (problem, candidate, protocol, verdict, speedup and CI, peak ratio, findings, "
+                 "reason) and write nothing");
+  rows->add_option("--run", report.query.run, "With --candidates: only this run's records");
+  rows->add_option("--verdict", report.query.verdict, "With --candidates: only records of this verdict")
+      ->check(CLI::IsMember(verdict_names()));
+  rows->add_option("--protocol", report.query.protocol, "With --candidates: only records under this protocol")
+      ->check(CLI::IsMember({"verified", "kernelbench"}));
+  rows->add_option("--device", report.query.device, "With --candidates: only records on this device")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  rows->add_flag("--json", report.json, "With --candidates: the rows as JSON");
 
   kbv::cli::AuditOptions audit;
   CLI::App* audit_cmd = kbv::cli::add_audit_command(app, audit);

@@ -23,9 +23,22 @@ void write_file(const fs::path& path, const std::string& text) {
   if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
+int print_candidates(const ReportOptions& options) {
+  try {
+    const std::vector<RunResults> runs = read_results(fs::absolute(options.db).string());
+    const std::vector<CandidateRow> rows = candidate_rows(runs, options.query);
+    std::cout << (options.json ? candidates_json(rows).dump(2) + "\n" : candidates_table(rows));
+    return 0;
+  } catch (const std::exception& error) {
+    std::cerr << "kbv report: " << error.what() << '\n';
+    return 1;
+  }
+}
+
 }  // namespace
 
 int run_report(const ReportOptions& options) {
+  if (options.candidates) return print_candidates(options);
   if (options.db.empty() || options.out_dir.empty()) {
     std::cerr << "kbv report: both a store (--db) and an output folder (--out) are needed\n";
     return 1;

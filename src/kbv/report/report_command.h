@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "kbv/report/candidates.h"
+
 namespace kbv::report {
 
 struct ReportOptions {
@@ -11,10 +13,15 @@ struct ReportOptions {
   // Leave out of every number the candidates on problems whose audit found a defect the verified
   // protocol does not cure (docs/report.md, "Problem audit").
   bool exclude_uncured = false;
+  // Set: nothing is written; the records matching `query` are printed (a table, or JSON with `json`).
+  bool candidates = false;
+  CandidateQuery query;
+  bool json = false;
 };
 
-// Writes the three files, prints their paths on stdout and returns 0. A missing or unreadable
-// store, or an output folder that cannot be written, prints the reason on stderr and returns 1.
+// Writes the three files, prints their paths on stdout and returns 0 (with `candidates`, prints
+// the rows instead). A missing or unreadable store, or an output folder that cannot be written,
+// prints the reason on stderr and returns 1.
 int run_report(const ReportOptions& options);
 
 }  // namespace kbv::report

@@ -132,7 +132,9 @@ std::vector<RunResults> read(SQLite::Database& db) {
   const auto audits = read_audits(db);
   SQLite::Statement records(db,
                             "SELECT c.run_id, c.id, c.problem_id, p.level, r.protocol, r.device, r.verdict, r.speedup, "
-                            "r.peak_ratio, r.raises_peak, r.findings, p.number, p.name FROM records r "
+                            "r.peak_ratio, r.raises_peak, r.findings, p.number, p.name, c.path, c.sample, "
+                            "json_extract(r.record, '$.verdict_reason'), json_extract(r.record, '$.timing.speedup_ci[0]'), "
+                            "json_extract(r.record, '$.timing.speedup_ci[1]') FROM records r "
                             "JOIN candidates c ON c.id = r.candidate_id JOIN problems p ON p.id = c.problem_id "
                             "ORDER BY c.run_id, c.id, r.protocol, r.device");
   while (records.executeStep()) {
@@ -149,6 +151,11 @@ std::vector<RunResults> read(SQLite::Database& db) {
     o.findings = parse_findings(records.getColumn(10).getString());
     o.problem_number = optional_column<int>(records.getColumn(11));
     o.problem_name = records.getColumn(12).getString();
+    o.path = records.getColumn(13).getString();
+    o.sample = optional_column<int>(records.getColumn(14));
+    o.reason = records.getColumn(15).isNull() ? "" : records.getColumn(15).getString();
+    o.speedup_ci_low = optional_column<double>(records.getColumn(16));
+    o.speedup_ci_high = optional_column<double>(records.getColumn(17));
     if (const auto audit = audits.find({o.problem, o.device}); audit != audits.end()) o.audit = audit->second;
     runs[index.at(records.getColumn(0).getInt64())].outcomes.push_back(std::move(o));
   }

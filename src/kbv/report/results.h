@@ -1,5 +1,6 @@
 // What `kbv report` reads from the results store: one Outcome per record (the store's indexed
-// columns, never the JSON record) with the audit of its problem, and, per run, its files, the
+// columns, and of the JSON record only the verdict's reason and the speedup's CI) with the audit
+// of its problem, and, per run, its files, the
 // files it could not use, the evaluations that failed and the invocations that wrote it.
 #pragma once
 
@@ -38,11 +39,15 @@ struct Outcome {
   std::optional<int> level;  // KernelBench level; none for a problem outside a level{L} folder
   std::optional<int> problem_number;  // the leading {id}_ of the problem's file name
   std::string problem_name;           // the file name without id and extension
+  std::string path;                   // the candidate's file
+  std::optional<int> sample;          // its sample number, where its name gives one
   // Of the problem on the record's device: the one of the problem's current content, else the
   // latest; none when it was never audited there.
   std::optional<Audit> audit;
   std::string protocol, device, verdict;
+  std::string reason;                // why the verdict (the record's verdict_reason; empty for a pass)
   std::optional<double> speedup;     // baseline time / candidate time
+  std::optional<double> speedup_ci_low, speedup_ci_high;
   std::optional<double> peak_ratio;  // candidate peak / baseline peak
   std::optional<bool> raises_peak;
   std::vector<Finding> findings;
