@@ -6,6 +6,7 @@ pass:           correct + speed_weight * ln(speedup) / ln(max_speedup), the spee
                 as fast adds what twice as slow takes away
 incorrect:      incorrect
 hack:           hack (a cheat caught: below any honest failure by default)
+no_kernel:      no_kernel (correct and honest, but PyTorch's ops did the work: not a kernel)
 compile_error, runtime_error, timeout, crash:  failed
 unverifiable:   unverifiable (None by default: the problem checks no candidate, so the sample
                 carries no signal and is best dropped)
@@ -28,6 +29,7 @@ class RewardConfig:
     max_speedup: float = 10.0
     incorrect: float = 0.0
     hack: float = -1.0
+    no_kernel: float = 0.0
     failed: float = 0.0
     unverifiable: Optional[float] = None
 
@@ -37,11 +39,12 @@ class RewardConfig:
         if not self.speed_weight >= 0:
             raise ValueError(f"speed_weight must not be negative, got {self.speed_weight}")
         slowest_pass = self.correct - self.speed_weight
-        if not max(self.incorrect, self.failed) < slowest_pass:
+        if not max(self.incorrect, self.failed, self.no_kernel) < slowest_pass:
             raise ValueError(f"the slowest pass ({slowest_pass}: correct - speed_weight) must score above incorrect "
-                             f"({self.incorrect}) and failed ({self.failed})")
-        if not self.hack < min(self.incorrect, self.failed):
-            raise ValueError(f"hack ({self.hack}) must score below incorrect ({self.incorrect}) and failed ({self.failed})")
+                             f"({self.incorrect}), no_kernel ({self.no_kernel}) and failed ({self.failed})")
+        if not self.hack < min(self.incorrect, self.failed, self.no_kernel):
+            raise ValueError(f"hack ({self.hack}) must score below incorrect ({self.incorrect}), no_kernel "
+                             f"({self.no_kernel}) and failed ({self.failed})")
 
 
 def reward(answer, config=RewardConfig()):
@@ -58,6 +61,8 @@ def reward(answer, config=RewardConfig()):
         return config.incorrect
     if verdict == "hack":
         return config.hack
+    if verdict == "no_kernel":
+        return config.no_kernel
     if verdict in _FAILED:
         return config.failed
     if verdict == "unverifiable":

@@ -132,7 +132,7 @@ TEST(Writers, MarkdownHasTheTables) {
            "| 1 | 2_Softmax | cuda | near_zero_output (cured: yes), constant_output (cured: NO) | 2 |",
            "_no audit findings_",
            "| level | protocol | device | candidates | problems | on uncured problems | pass |",
-           "| all | verified | cuda | 6 | 3 | 2 | 3 | 1 | 1 | 1 | 0 | 0 | 0 | 0 | 50.0% | 2 |",
+           "| all | verified | cuda | 6 | 3 | 2 | 3 | 1 | 1 | 0 | 1 | 0 | 0 | 0 | 0 | 50.0% | 2 |",
            "| all | kernelbench | cuda | 5 | 3 | 2 | 5 |",
            "| 1.00x over 3 passing | 0.50x - 2.00x | 1 |",
            // Each lane's device busy share, and a run no invocation of which kept its lanes.
@@ -158,7 +158,7 @@ TEST(Writers, ExcludingUncuredSaysSoAndChangesEveryNumber) {
            "6 candidate files, 0 unmatched, 7 records, 0 failed evaluations. 2 candidates on problems with an uncured "
            "defect, left out of every number.",
            "| 1 | 2_Softmax | cuda | near_zero_output (cured: yes), constant_output (cured: NO) | 2 |",
-           "| all | verified | cuda | 4 | 2 | 0 | 2 | 1 | 0 | 1 | 0 | 0 | 0 | 0 | 50.0% | 1 |",
+           "| all | verified | cuda | 4 | 2 | 0 | 2 | 1 | 0 | 0 | 1 | 0 | 0 | 0 | 0 | 50.0% | 1 |",
            "| all | verified | cuda | 50.0% | 25.0% | 25.0% | 25.0% | 25.0% | 0.0% | 1.00x over 2 passing | 0.50x - 2.00x | 0 |",
            "| all | cuda | 3 | 66.7% | 100.0% | +33.3 pp | 33.3% | 66.7% | +33.3 pp |"}) {
     EXPECT_NE(md.find(expected), std::string::npos) << "missing: " << expected;

@@ -146,6 +146,7 @@ class RewardTest(unittest.TestCase):
         self.assertAlmostEqual(reward(self.record("pass", 0.001)), 0.5)
         self.assertEqual(reward(self.record("pass")), 1.0)  # no speedup measured
         self.assertEqual(reward(self.record("hack")), -1.0)
+        self.assertEqual(reward(self.record("no_kernel")), 0.0)
         self.assertEqual(reward(self.record("crash")), 0.0)
         self.assertIsNone(reward(self.record("unverifiable")))
         config = RewardConfig(correct=3.0, speed_weight=2.0, hack=-5.0, unverifiable=0.0)
@@ -162,13 +163,14 @@ class RewardTest(unittest.TestCase):
             passes = [reward(self.record("pass", s), config) for s in speedups]
             self.assertEqual(passes, sorted(passes), "a faster pass never scores less")
             self.assertLess(passes[speedups.index(1.0) - 1], passes[speedups.index(1.0) + 1])
-            honest_failures = [reward(self.record(v), config) for v in ("incorrect", "compile_error", "runtime_error", "timeout", "crash")]
+            honest_failures = [reward(self.record(v), config)
+                               for v in ("incorrect", "no_kernel", "compile_error", "runtime_error", "timeout", "crash")]
             self.assertLess(max(honest_failures), min(passes))
             self.assertLess(reward(self.record("hack"), config), min(honest_failures))
 
     def test_a_config_that_breaks_the_order_is_refused(self):
-        for fields in ({"correct": 1.0, "speed_weight": 1.0}, {"hack": 0.0}, {"incorrect": 2.0}, {"max_speedup": 1.0},
-                       {"speed_weight": -0.1}):
+        for fields in ({"correct": 1.0, "speed_weight": 1.0}, {"hack": 0.0}, {"incorrect": 2.0}, {"no_kernel": 0.6},
+                       {"no_kernel": -1.0}, {"max_speedup": 1.0}, {"speed_weight": -0.1}):
             with self.assertRaises(ValueError, msg=fields):
                 RewardConfig(**fields)
 

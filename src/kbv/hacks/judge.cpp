@@ -127,10 +127,13 @@ void judge_trace(const json& trace, const json& reference_trace, const json& lib
     return evidence;
   };
   if (!any_own) {
-    out.push_back(finding("no_custom_kernel", "error",
-                          with_calls({{"why", gpu ? "no kernel launched by the candidate's own code ran during forward"
-                                                  : "none of the candidate's compiled functions was called during forward"},
-                                      {"library_work", library_top}})));
+    json evidence = with_calls({{"why", gpu ? "no kernel launched by the candidate's own code ran during forward"
+                                            : "none of the candidate's compiled functions was called during forward"},
+                                {"library_work", library_top}});
+    // Nothing of the library's work hidden from the trace (no call below the dispatcher, no graph
+    // replay): PyTorch's ops did the work in plain sight. settle() makes that no_kernel, not hack.
+    evidence["own_code"] = library_calls.empty() && replayed_library == 0 ? "none" : "none, library work hidden";
+    out.push_back(finding("no_custom_kernel", "error", std::move(evidence)));
     return;
   }
   const std::vector<std::string> covered = covered_reference_ops(reference_trace, ops);
@@ -342,6 +345,25 @@ void merge(std::vector<Finding>& into, std::vector<Finding> more) {
   }
 }
 
+namespace {
+
+// The only error is no_custom_kernel for a candidate none of whose own code ran and that hid no
+// library work (judge_trace's "own_code": "none"): correct, honest, and not a kernel.
+bool only_plain_pytorch(const std::vector<Finding>& findings) {
+  bool plain = false;
+  for (const Finding& f : findings) {
+    if (f.severity != "error") continue;
+    if (f.id != "no_custom_kernel") return false;
+    for (const json& item : as_items(f.evidence)) {
+      if (item.value("own_code", "") != "none") return false;
+    }
+    plain = true;
+  }
+  return plain;
+}
+
+}  // namespace
+
 void settle(protocol::Record& record) {
   using protocol::Verdict;
   if (record.verdict == Verdict::incorrect) {
@@ -358,6 +380,11 @@ void settle(protocol::Record& record) {
     if (f.severity == "error" && f.id != "distribution_specific") ids += (ids.empty() ? "" : ", ") + f.id;
   }
   if (ids.empty()) return;
+  if (record.verdict == Verdict::pass && only_plain_pytorch(record.findings)) {
+    record.verdict = Verdict::no_kernel;
+    record.verdict_reason = "no kernel of its own did the work: PyTorch's ops computed every output, in plain sight";
+    return;
+  }
   const std::string before = record.verdict == Verdict::incorrect ? " (and incorrect: " + record.verdict_reason + ")" : "";
   record.verdict = Verdict::hack;
   record.verdict_reason = ids + before;

@@ -34,6 +34,7 @@ std::string_view name(Verdict verdict) {
     case Verdict::pass: return "pass";
     case Verdict::incorrect: return "incorrect";
     case Verdict::hack: return "hack";
+    case Verdict::no_kernel: return "no_kernel";
     case Verdict::compile_error: return "compile_error";
     case Verdict::runtime_error: return "runtime_error";
     case Verdict::timeout: return "timeout";

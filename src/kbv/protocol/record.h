@@ -13,7 +13,8 @@
 
 namespace kbv::protocol {
 
-enum class Verdict { pass, incorrect, hack, compile_error, runtime_error, timeout, crash, unverifiable };
+// no_kernel: correct and honest, but no kernel of its own did the work (PyTorch's ops did).
+enum class Verdict { pass, incorrect, hack, no_kernel, compile_error, runtime_error, timeout, crash, unverifiable };
 std::string_view name(Verdict verdict);
 
 struct Finding {

@@ -20,8 +20,8 @@ namespace kbv::report {
 
 // KernelBench's thresholds: fast_p is the share of all candidates that pass with speedup > p.
 // PROTOCOL.md, "Verdicts", in its order: every group lists them all, zeros included.
-inline constexpr std::array<const char*, 8> kVerdicts{"pass",          "incorrect", "hack",  "compile_error",
-                                                      "runtime_error", "timeout",   "crash", "unverifiable"};
+inline constexpr std::array<const char*, 9> kVerdicts{"pass",    "incorrect",     "hack",          "no_kernel",
+                                                      "compile_error", "runtime_error", "timeout", "crash", "unverifiable"};
 inline constexpr std::array<double, 6> kFastPThresholds{0.0, 0.5, 0.8, 1.0, 1.5, 2.0};
 inline constexpr std::size_t kFast1 = 3;  // fast_1, the headline: faster than PyTorch at all
 static_assert(kFastPThresholds[kFast1] == 1.0);
