@@ -21,11 +21,10 @@ FLAG_READERS = {  # global switches a candidate must leave as it found them (TF3
     "num_interop_threads": torch.get_num_interop_threads,
     "default_dtype": lambda: str(torch.get_default_dtype()),
     "deterministic_algorithms": torch.are_deterministic_algorithms_enabled,
-    # A mode of the candidate's over torch's own ops runs its code inside kbv's steps too (the inputs'
-    # draw, the copies into the pool), on the main thread, where no timer looks; so does a kernel of its
-    # own registered for one of them (aten_kernels).
-    "torch_function_modes": torch._C._len_torch_function_stack,
-    "torch_dispatch_modes": torch._C._len_torch_dispatch_stack,
+    # A mode of the candidate's over torch's own ops runs its code inside kbv's steps (the inputs'
+    # draw, the copies into the pool), on the main thread, where no timer looks: the mode stacks are
+    # compared from C++ with the thread's dispatch key sets (worker/dispatch_routes.h); a kernel of
+    # its own registered for one of torch's ops here (aten_kernels).
 }
 # The dispatch keys whose kernels torch's eager ops run through on the CPU and a GPU.
 COMPUTE_KEYS = frozenset(("CPU", "CUDA", "CompositeImplicitAutograd", "CompositeExplicitAutograd",
@@ -43,19 +42,15 @@ def aten_kernels():
             kernels[name] = tuple(line for line in torch._C._dispatch_dump(name).splitlines()
                                   if line.split(":", 1)[0].removesuffix(" (inactive)") in COMPUTE_KEYS)
     return kernels
-def dispatcher_state():
-    """The dispatcher's own switches beside its kernels: the dispatch keys with a backend fallback (a
-    boxed kernel every op without one of its own runs through: TORCH_LIBRARY_IMPL(_, Key, m) with
-    m.fallback(), which no operator's dump lists), and the calling thread's local include and exclude
-    sets (a key added there routes that thread's every op through its fallback: kbv's draws run on
-    the main thread). ~2 ms."""
+def backend_fallbacks():
+    """The dispatch keys with a backend fallback: a boxed kernel every op without one of its own runs
+    through (TORCH_LIBRARY_IMPL(_, Key, m) with m.fallback()), which no operator's dump lists. The
+    thread's local key sets that route ops to one are compared from C++ (worker/dispatch_routes.h).
+    ~1 ms."""
     named = {int(key): name for name, key in torch._C.DispatchKey.__members__.items()}
     # By value: torch's Python enum leaves some keys unnamed (its testing keys among them).
-    keys = [named.get(value, f"key {value}") for value in range(max(named) + 1)
+    return [named.get(value, f"key {value}") for value in range(max(named) + 1)
             if torch._C._dispatch_has_backend_fallback(torch._C.DispatchKey(value))]
-    return {"backend fallbacks": keys,
-            "thread's included keys": str(torch._C._dispatch_tls_local_include_set()),
-            "thread's excluded keys": str(torch._C._dispatch_tls_local_exclude_set())}
 
 
 # Namespaces whose callables a candidate could replace to fool a check or a clock.
@@ -124,7 +119,7 @@ def snapshot():
                       "gc.callbacks": [id(callback) for callback in gc.callbacks],
                       "op-recording switches called": sorted(set(RECORDING_SWITCHES))},
             "aten_kernels": aten_kernels(),
-            "dispatcher": dispatcher_state(),
+            "backend_fallbacks": backend_fallbacks(),
             "threads": {t.ident: t.name for t in threading.enumerate()},
             "native_threads": native_threads()}
 
@@ -151,15 +146,10 @@ def state_changes(before, after):
         if kernels != known:
             changes.append({"what": "aten kernel", "name": name,
                             "added": [k for k in kernels if k not in known][:4], "gone": [k for k in known if k not in kernels][:4]})
-    for name, value in before["dispatcher"].items():
-        now = after["dispatcher"][name]
-        if now != value:
-            change = {"what": "dispatcher", "name": name}
-            if isinstance(value, list):
-                change.update(added=[k for k in now if k not in value], gone=[k for k in value if k not in now])
-            else:
-                change.update(before=value, after=now)
-            changes.append(change)
+    known, now = before["backend_fallbacks"], after["backend_fallbacks"]
+    if now != known:
+        changes.append({"what": "dispatcher", "name": "backend fallbacks",
+                        "added": [k for k in now if k not in known], "gone": [k for k in known if k not in now]})
     return changes
 
 

@@ -93,6 +93,7 @@ void CandidateWatch::check_state(const std::string& when) {
     }
   }
   if (!changes.empty()) add("global_state_tamper", "error", {{"when", when}, {"changes", changes}});
+  check_routes(when);
 }
 
 void CandidateWatch::check_routes(const std::string& when) {

@@ -27,7 +27,8 @@ class CandidateWatch {
   pybind11::tuple import_candidate();
   // Runs `build` (ModelNew's construction) noting calls into the problem's code.
   pybind11::object construct(const pybind11::object& build, const pybind11::tuple& args);
-  // Compares torch's global state and the harness's callables with the snapshot taken before import.
+  // Compares torch's global state and the harness's callables with the snapshot taken before import,
+  // the routes into the dispatcher included (check_routes).
   void check_state(const std::string& when);
   // Compares the main thread's routes into the dispatcher with those before the import and puts
   // its key sets back (worker/dispatch_routes.h): after each call, and before each of kbv's draws.

@@ -4,8 +4,9 @@
 // torch's mode stacks (__torch_function__ and __torch_dispatch__ modes). kbv's own steps (the draws,
 // the copies into the timed sets, the checks) run on that thread between the candidate's calls: a
 // route the candidate leaves open there runs its code inside them, where no timer looks. Each is
-// remembered before the candidate's import and compared after each of its calls and before each
-// draw; the key sets are put back as they were, so its code no longer runs in kbv's steps.
+// remembered before the candidate's import and compared after the import, after each of its calls,
+// before each draw and at the end; the key sets are put back as they were, so its code no longer
+// runs in kbv's steps.
 #pragma once
 
 #include <c10/core/impl/LocalDispatchKeySet.h>
