@@ -90,10 +90,6 @@ auto problem_order(const Outcome& o) {
   return std::tuple(o.level.value_or(INT_MAX), o.problem_number.value_or(INT_MAX), o.problem_name, o.device);
 }
 
-std::string problem_label(const Outcome& o) {
-  return o.problem_number ? std::to_string(*o.problem_number) + "_" + o.problem_name : o.problem_name;
-}
-
 ProblemAudits audits_of(const std::vector<Outcome>& outcomes) {
   // Per (problem, device): one of its outcomes (they share the audit) and its candidates.
   std::map<std::pair<std::int64_t, std::string>, std::pair<const Outcome*, std::set<std::int64_t>>> problems;

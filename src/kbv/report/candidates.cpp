@@ -11,8 +11,7 @@ namespace {
 using nlohmann::json;
 
 std::string problem_of(const Outcome& o) {
-  std::string name = o.problem_number ? std::to_string(*o.problem_number) + "_" + o.problem_name : o.problem_name;
-  return o.level ? "level" + std::to_string(*o.level) + "/" + name : name;
+  return o.level ? "level" + std::to_string(*o.level) + "/" + problem_label(o) : problem_label(o);
 }
 
 std::string findings_of(const Outcome& o) {

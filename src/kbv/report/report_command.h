@@ -15,7 +15,7 @@ struct ReportOptions {
   bool exclude_uncured = false;
   // Set: nothing is written; the records matching `query` are printed (a table, or JSON with `json`).
   bool candidates = false;
-  CandidateQuery query;
+  CandidateQuery query = {};
   bool json = false;
 };
 

@@ -168,6 +168,10 @@ bool has_uncured(const Audit& audit) {
   return std::any_of(audit.findings.begin(), audit.findings.end(), [](const AuditFinding& f) { return !f.cured; });
 }
 
+std::string problem_label(const Outcome& o) {
+  return o.problem_number ? std::to_string(*o.problem_number) + "_" + o.problem_name : o.problem_name;
+}
+
 std::vector<RunResults> read_results(const std::string& path) {
   if (!std::filesystem::is_regular_file(path)) throw std::runtime_error("no results store at " + path);
   try {

@@ -53,6 +53,9 @@ struct Outcome {
   std::vector<Finding> findings;
 };
 
+// The problem's file name without its extension ({id}_{Name}), as the report names it.
+std::string problem_label(const Outcome& o);
+
 struct Unmatched {
   std::string path, reason;
 };
