@@ -10,9 +10,9 @@
 #include <filesystem>
 #include <string>
 
+#include "kbv/common/remove_tree.h"
 #include "kbv/eval/evaluation.h"
 #include "kbv/protocol/protocol.h"
-#include "kbv/common/remove_tree.h"
 
 namespace kbv::eval {
 namespace {

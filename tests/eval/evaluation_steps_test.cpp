@@ -42,7 +42,7 @@ class ScriptedWorker : public WorkerPort {
     const std::string cmd = command.at("cmd");
     log_.push_back(role_ + " " + cmd);
     if (cmd == script_.candidate_fails_at && role_ == "candidate") {
-      throw WorkerFailed(worker::FailureKind::runtime_error, "ModelNew.forward raised");
+      throw WorkerFailed(ipc::FailureKind::runtime_error, "ModelNew.forward raised");
     }
     return answer(cmd, command);
   }
@@ -81,7 +81,7 @@ class ScriptedWorker : public WorkerPort {
     } else if (cmd == "check") {
       h["checksum"] = command.at("draw").at("seed");
       const at::Tensor output = torch::ones({4});
-      h["results"] = json::array({{{"outputs", {worker::encode(output).meta}}}});
+      h["results"] = json::array({{{"outputs", {ipc::encode(output).meta}}}});
       reply.tensors.push_back(output);
     } else if (cmd == "compare") {
       h["comparison"] = {{"error", 0.0}, {"allclose", true}};
@@ -96,7 +96,7 @@ class ScriptedWorker : public WorkerPort {
         json result = {{"seconds", seconds}, {"stream_seconds", seconds}, {"launch_seconds", 1e-5}};
         if (command.at("points").get<int>() > 0) {
           result["sketch_seed"] = i;
-          result["outputs"] = {worker::encode(torch::ones({4})).meta};
+          result["outputs"] = {ipc::encode(torch::ones({4})).meta};
           reply.tensors.push_back(torch::ones({4}));
         }
         h["results"].push_back(result);
@@ -116,7 +116,7 @@ class ScriptedWorker : public WorkerPort {
       h["trace"] = {{"library_ops", json::object()}, {"own_seconds", 0.0}, {"extension_calls", json::array()}};
     } else if (cmd == "probe") {
       h["probe"] = {{"repeat_error", 0.0}, {"output_reuse", false}, {"poisoned", {{"error", 0.0}, {"nan_introduced", 0}, {"elements", 4}}}};
-      h["outputs"] = {worker::encode(torch::ones({4})).meta};
+      h["outputs"] = {ipc::encode(torch::ones({4})).meta};
       reply.tensors.push_back(torch::ones({4}));
     } else if (cmd == "findings") {
       h["findings"] = json::array();

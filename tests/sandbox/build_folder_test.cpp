@@ -17,9 +17,9 @@
 #include <fstream>
 #include <string>
 
+#include "kbv/common/remove_tree.h"
 #include "kbv/common/sha256.h"
 #include "kbv/sandbox/enter.h"
-#include "kbv/common/remove_tree.h"
 
 namespace kbv::sandbox {
 namespace {

@@ -1,6 +1,6 @@
-// The output region (worker/shared_region.h) with real memfds and LibTorch tensors: both sides in
+// The output region (ipc/shared_region.h) with real memfds and LibTorch tensors: both sides in
 // this process, each on its own fd and mapping, as the parent and a worker hold them.
-#include "kbv/worker/shared_region.h"
+#include "kbv/ipc/shared_region.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 
 #include <ATen/ATen.h>
 
-namespace kbv::worker {
+namespace kbv::ipc {
 namespace {
 
 struct Sides {
@@ -60,7 +60,7 @@ TEST(SharedRegion, AHandedOverRegionReadsAsTheParentsAndAnyOtherFileIsRefused) {
   Sides sides;
   sides.worker->begin_command();
   const nlohmann::json meta = *sides.worker->place(large(5));
-  // As the reference's worker gets a candidate's region from the parent (worker/fd_passing.h).
+  // As the reference's worker gets a candidate's region from the parent (ipc/fd_passing.h).
   const std::shared_ptr<const SharedRegion> received = SharedRegion::open_received(UniqueFd(fcntl(sides.parent->fd(), F_DUPFD_CLOEXEC, 0)));
   EXPECT_TRUE(at::equal(SharedRegion::view(received, meta), large(5)));
   EXPECT_THROW(SharedRegion::open_received(UniqueFd(open("/dev/null", O_RDONLY | O_CLOEXEC))), std::runtime_error);
@@ -113,4 +113,4 @@ TEST(SharedRegion, OnlyASealedMemfdIsTakenForOne) {
 }
 
 }  // namespace
-}  // namespace kbv::worker
+}  // namespace kbv::ipc

@@ -9,8 +9,8 @@
 
 #include "kbv/eval/evaluation.h"
 #include "kbv/eval/plan.h"
+#include "kbv/ipc/commands.h"
 #include "kbv/sandbox/explain.h"
-#include "kbv/worker/commands.h"
 
 namespace kbv::audit {
 namespace {
@@ -26,7 +26,7 @@ ProblemAudit audit_one(const AuditRequest& request, const store::ProblemInfo& pr
   ProblemAudit audit{problem, {}, {}, "", 0};
   eval::WorkerClient reference("reference", request.launch);
   try {
-    reference.request(worker::commands::message(worker::commands::Load{problem.path, "", request.device, protocol::to_json(verified), nullptr}),
+    reference.request(ipc::commands::message(ipc::commands::Load{problem.path, "", request.device, protocol::to_json(verified), nullptr}),
                       Seconds(request.load_timeout_seconds));
     // The plan holds draws_per_family draws of each family in turn: the first of each is audited,
     // the second is the "other draw" its inputs are swapped with. The fallback families come
@@ -38,7 +38,7 @@ ProblemAudit audit_one(const AuditRequest& request, const store::ProblemInfo& pr
         if (judged_hidden_families(audit.families) >= verified.min_hidden_families) break;
         auditing_fallbacks = true;
       }
-      const json facts = reference.request(worker::commands::message(worker::commands::Audit{plan[i].to_json(), plan[i + 1].to_json()}),
+      const json facts = reference.request(ipc::commands::message(ipc::commands::Audit{plan[i].to_json(), plan[i + 1].to_json()}),
                                            Seconds(request.timeout_seconds))
                              .header.at("facts");
       audit.families.push_back({std::string(protocol::name(plan[i].family)), facts});
@@ -50,7 +50,7 @@ ProblemAudit audit_one(const AuditRequest& request, const store::ProblemInfo& pr
       audit.findings = judge_audit(audit.families, verified, kernelbench, request.memory_share);
     }
   } catch (const eval::WorkerFailed& failed) {
-    if (failed.kind == worker::FailureKind::no_device) throw eval::NoDevice(failed.what());
+    if (failed.kind == ipc::FailureKind::no_device) throw eval::NoDevice(failed.what());
     audit.error = failed.what();
   } catch (const eval::WorkerLost& lost) {
     audit.error = std::string("the reference worker ") + lost.what() + "\n" + reference.log_tail();

@@ -25,13 +25,13 @@
 #include "kbv/eval/compile.h"
 #include "kbv/eval/evaluation.h"
 #include "kbv/eval/summary.h"
+#include "kbv/process/zygote.h"
 #include "kbv/protocol/record.h"
 #include "kbv/python/interpreter.h"
 #include "kbv/report/report_command.h"
 #include "kbv/run/discovery.h"
 #include "kbv/sandbox/spec.h"
 #include "kbv/worker/worker_main.h"
-#include "kbv/worker/zygote.h"
 
 namespace {
 
@@ -46,7 +46,7 @@ std::vector<std::string> verdict_names() {
   return names;
 }
 
-// Workers forked from a zygote (worker/zygote.h) or started afresh. auto is kbv's choice: on, on
+// Workers forked from a zygote (process/zygote.h) or started afresh. auto is kbv's choice: on, on
 // both devices since the CUDA demo (with its device fault) gave the same verdicts forked
 // (docs/gpu-runs.md, 2026-12-01).
 CLI::Option* add_zygote_option(CLI::App* command, std::string& zygote) {
@@ -117,12 +117,12 @@ void openmp_threads_sleep_when_idle(char** argv) {
 // line, which the zygote clears first: what a candidate forked from it finds in its own memory holds
 // nothing of this command's. Its interpreter starts while kbv parses; worker_launch waits for it,
 // or ends it for a command that wants none (--zygote off); --help and usage errors end it too.
-std::optional<kbv::worker::Zygote::Starting> begin_zygote(int argc, char** argv) {
+std::optional<kbv::process::Zygote::Starting> begin_zygote(int argc, char** argv) {
   if (!runs_workers(argc, argv)) return std::nullopt;
   if (const char* chosen = std::getenv("KBV_ZYGOTE"); chosen && std::string_view(chosen) == "off") return std::nullopt;
   try {
     const std::string python = kbv::python::default_python_executable();
-    return kbv::worker::Zygote::begin(self_executable(), python, [argc, argv, python] {
+    return kbv::process::Zygote::begin(self_executable(), python, [argc, argv, python] {
       clear_command_line(argc, argv);
       return kbv::worker::run_zygote(python);
     });
@@ -133,7 +133,7 @@ std::optional<kbv::worker::Zygote::Starting> begin_zygote(int argc, char** argv)
 
 // `sandbox`: null for a command that runs no candidate (kbv audit). `early`: begin_zygote's.
 kbv::eval::WorkerLaunch worker_launch(const std::string& zygote, const SandboxOptions* sandbox,
-                                      std::optional<kbv::worker::Zygote::Starting>& early) {
+                                      std::optional<kbv::process::Zygote::Starting>& early) {
   kbv::eval::WorkerLaunch launch{.executable = self_executable(), .python = kbv::python::default_python_executable()};
   launch.sandbox = sandbox && sandbox->mode == "on";
   if (sandbox) {
@@ -149,9 +149,9 @@ kbv::eval::WorkerLaunch worker_launch(const std::string& zygote, const SandboxOp
     return launch;
   }
   try {
-    std::optional<kbv::worker::Zygote::Starting> starting = std::exchange(early, std::nullopt);
-    launch.zygote = starting ? kbv::worker::Zygote::ready(std::move(*starting))
-                             : kbv::worker::Zygote::start(launch.executable, launch.python);
+    std::optional<kbv::process::Zygote::Starting> starting = std::exchange(early, std::nullopt);
+    launch.zygote = starting ? kbv::process::Zygote::ready(std::move(*starting))
+                             : kbv::process::Zygote::start(launch.executable, launch.python);
   } catch (const std::exception& failed) {
     std::cerr << "kbv: no zygote (" << failed.what() << "); starting workers afresh\n";
   }
@@ -165,7 +165,7 @@ struct EvalOptions {
 };
 
 int run_eval(const EvalOptions& options, const std::string& zygote, const SandboxOptions& sandbox,
-             std::optional<kbv::worker::Zygote::Starting>& early_zygote) {
+             std::optional<kbv::process::Zygote::Starting>& early_zygote) {
   kbv::eval::EvalRequest request;
   request.problem = std::filesystem::absolute(options.problem).lexically_normal().string();
   request.candidate = std::filesystem::absolute(options.candidate).lexically_normal().string();
@@ -204,7 +204,7 @@ struct CompileOptions {
 
 // Exit 0 when every candidate was built (or found built); 3 when some failed to build.
 int run_compile(const CompileOptions& options, const std::string& zygote, const SandboxOptions& sandbox,
-                std::optional<kbv::worker::Zygote::Starting>& early_zygote) {
+                std::optional<kbv::process::Zygote::Starting>& early_zygote) {
   kbv::eval::CompileRequest request;
   for (const std::string& c : options.candidates) request.candidates.push_back(std::filesystem::absolute(c).lexically_normal().string());
   request.device = options.device;
@@ -238,7 +238,7 @@ int run_compile(const CompileOptions& options, const std::string& zygote, const 
 
 int main(int argc, char** argv) {
   if (runs_workers(argc, argv)) openmp_threads_sleep_when_idle(argv);
-  std::optional<kbv::worker::Zygote::Starting> early_zygote = begin_zygote(argc, argv);
+  std::optional<kbv::process::Zygote::Starting> early_zygote = begin_zygote(argc, argv);
   CLI::App app{"kbv: verified evaluation of KernelBench kernel candidates"};
   app.require_subcommand(1);
   app.set_version_flag("--version", KBV_VERSION);

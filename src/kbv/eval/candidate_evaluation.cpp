@@ -5,12 +5,12 @@
 #include "kbv/eval/correctness.h"
 #include "kbv/eval/stage.h"
 #include "kbv/hacks/judge.h"
-#include "kbv/worker/tensor_codec.h"
-#include "kbv/worker/commands.h"
+#include "kbv/ipc/commands.h"
+#include "kbv/ipc/tensor_codec.h"
 
 namespace kbv::eval {
 
-namespace commands = worker::commands;
+namespace commands = ipc::commands;
 namespace {
 
 using nlohmann::json;
@@ -46,7 +46,7 @@ const ReferenceDraw* refresh_draw(const std::vector<ReferenceDraw>& references, 
 std::int64_t host_bytes(const json& metas) {
   std::int64_t bytes = 0;
   for (const json& meta : metas) {
-    if (!meta.contains("device")) bytes += static_cast<std::int64_t>(worker::layout_of(meta).bytes);
+    if (!meta.contains("device")) bytes += static_cast<std::int64_t>(ipc::layout_of(meta).bytes);
   }
   return bytes;
 }

@@ -8,7 +8,7 @@
 #include "kbv/eval/sandbox_plan.h"
 #include "kbv/eval/stage.h"
 #include "kbv/eval/worker_client.h"
-#include "kbv/worker/commands.h"
+#include "kbv/ipc/commands.h"
 
 namespace kbv::eval {
 
@@ -32,7 +32,7 @@ std::unique_ptr<WorkerPort> start_candidate_worker(const EvalRequest& request, b
   }
   // The worker holds the folder's mount from here on; this descriptor closes on return.
   auto worker = std::make_unique<WorkerClient>("candidate", launch, sandbox ? &*sandbox : nullptr, folder ? folder->fd() : -1);
-  worker->post(worker::commands::message(worker::commands::Device{request.device, protocol::to_json(request.protocol)}),
+  worker->post(ipc::commands::message(ipc::commands::Device{request.device, protocol::to_json(request.protocol)}),
                Seconds(request.timeout_seconds));
   return worker;
 }

@@ -9,8 +9,8 @@
 #include "kbv/eval/extension_cache.h"
 #include "kbv/eval/published_build.h"
 #include "kbv/eval/sandbox_plan.h"
+#include "kbv/ipc/commands.h"
 #include "kbv/sandbox/explain.h"
-#include "kbv/worker/commands.h"
 
 namespace kbv::eval {
 namespace {
@@ -64,11 +64,11 @@ CompileResult compile_candidate(const CompileRequest& request, const std::string
   {
     WorkerClient worker("candidate", launch, sandbox ? &*sandbox : nullptr, folder ? folder->fd() : -1);
     try {
-      const Reply reply = worker.request(worker::commands::message(worker::commands::Compile{candidate, request.device, request.background}),
+      const Reply reply = worker.request(ipc::commands::message(ipc::commands::Compile{candidate, request.device, request.background}),
                                          std::chrono::duration<double>(request.timeout_seconds));
       result.ahead = reply.header.value("ahead", nlohmann::json::object());
     } catch (const WorkerFailed& failed) {
-      result.outcome = worker::name(failed.kind);
+      result.outcome = ipc::name(failed.kind);
       result.message = failed.what();
     } catch (const WorkerLost& lost) {
       result.outcome = lost.kind;

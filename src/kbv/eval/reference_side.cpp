@@ -4,12 +4,12 @@
 
 #include "kbv/eval/evaluation.h"
 #include "kbv/eval/timing_run.h"
+#include "kbv/ipc/commands.h"
 #include "kbv/sandbox/explain.h"
-#include "kbv/worker/commands.h"
 
 namespace kbv::eval {
 
-namespace commands = worker::commands;
+namespace commands = ipc::commands;
 namespace {
 
 using nlohmann::json;
@@ -35,9 +35,9 @@ Reply reference_reply(WorkerPort& worker, const std::function<Reply()>& awaited)
     return awaited();
   } catch (const WorkerFailed& failed) {
     throw_if_out_of_memory(failed);
-    if (failed.kind == worker::FailureKind::no_device) throw NoDevice(failed.what());
-    if (failed.kind == worker::FailureKind::problem_error) throw EvalError(failed.what());
-    throw EvalError("the reference worker failed (" + std::string(worker::name(failed.kind)) + "): " + failed.what());
+    if (failed.kind == ipc::FailureKind::no_device) throw NoDevice(failed.what());
+    if (failed.kind == ipc::FailureKind::problem_error) throw EvalError(failed.what());
+    throw EvalError("the reference worker failed (" + std::string(ipc::name(failed.kind)) + "): " + failed.what());
   } catch (const WorkerLost& lost) {
     throw_reference_lost(worker, lost);
   }
@@ -126,7 +126,7 @@ std::vector<ReferenceDraw> ReferenceSide::draws(const std::vector<Draw>& plan, d
       if (first) repeat_error = error_of(results[1]);
     } catch (const WorkerFailed& failed) {
       throw_if_out_of_memory(failed);
-      if (failed.kind != worker::FailureKind::reference_error) throw EvalError("the reference worker failed: " + std::string(failed.what()));
+      if (failed.kind != ipc::FailureKind::reference_error) throw EvalError("the reference worker failed: " + std::string(failed.what()));
       if (draw.family == protocol::Family::standard) {
         throw EvalError(std::string("the problem's Model raised on its own inputs: ") + failed.what());
       }
@@ -192,7 +192,7 @@ check::OutputComparison ReferenceSide::compare(const ReferenceDraw& draw, const 
       meta["file"] = attachments.files.size();
       attachments.files.push_back(reply.files.at(next_device_file++).get());
     } else {
-      attachments.tensors.push_back(worker::encode(reply.tensors[i]));
+      attachments.tensors.push_back(ipc::encode(reply.tensors[i]));
       meta = attachments.tensors.back().meta;
     }
     command.outputs.push_back(std::move(meta));

@@ -8,7 +8,7 @@
 
 #include "kbv/check/comparison.h"
 #include "kbv/hacks/judge.h"
-#include "kbv/worker/commands.h"
+#include "kbv/ipc/commands.h"
 
 namespace kbv::eval {
 namespace {
@@ -49,7 +49,7 @@ void check_timed_outputs(ReferenceSide& reference, const EvalRequest& request, c
     for (size_t call = first; call < end; ++call) {
       calls.push_back({{"seed", sketches[call].content_seed}, {"sketch_seed", sketches[call].sketch_seed}});
     }
-    const Reply reply = reference.request(worker::commands::message(worker::commands::Sketches{calls, request.protocol.timing.sketch_points}));
+    const Reply reply = reference.request(ipc::commands::message(ipc::commands::Sketches{calls, request.protocol.timing.sketch_points}));
     size_t next = 0;  // the reply's tensors, call after call
     for (size_t call = first; call < end; ++call) {
       const TimedOutputSketch& s = sketches[call];

@@ -5,14 +5,14 @@
 #include <memory>
 #include <numeric>
 
+#include "kbv/ipc/commands.h"
 #include "kbv/measure/host_load.h"
 #include "kbv/measure/statistics.h"
 #include "kbv/measure/stopping_criterion.h"
-#include "kbv/worker/commands.h"
 
 namespace kbv::eval {
 
-namespace commands = worker::commands;
+namespace commands = ipc::commands;
 namespace {
 
 std::unique_ptr<measure::StoppingCriterion> make_criterion(const protocol::Timing& t) {

@@ -18,16 +18,16 @@ constexpr int kBootstrapResamples = 2000;
 // A failure the candidate's worker answered with. Its process runs the candidate's code, so what
 // fails there in kbv's own steps or the problem's code (internal, problem_error, no_device) may be
 // the candidate's doing: it is not told apart from the candidate's own raise.
-Verdict verdict_of(worker::FailureKind kind) {
+Verdict verdict_of(ipc::FailureKind kind) {
   switch (kind) {
-    case worker::FailureKind::compile_error: return Verdict::compile_error;
-    case worker::FailureKind::crash: return Verdict::crash;
-    case worker::FailureKind::incorrect: return Verdict::incorrect;
-    case worker::FailureKind::runtime_error:
-    case worker::FailureKind::problem_error:
-    case worker::FailureKind::reference_error:
-    case worker::FailureKind::no_device:
-    case worker::FailureKind::internal: return Verdict::runtime_error;
+    case ipc::FailureKind::compile_error: return Verdict::compile_error;
+    case ipc::FailureKind::crash: return Verdict::crash;
+    case ipc::FailureKind::incorrect: return Verdict::incorrect;
+    case ipc::FailureKind::runtime_error:
+    case ipc::FailureKind::problem_error:
+    case ipc::FailureKind::reference_error:
+    case ipc::FailureKind::no_device:
+    case ipc::FailureKind::internal: return Verdict::runtime_error;
   }
   return Verdict::runtime_error;
 }

@@ -8,13 +8,13 @@
 #include <optional>
 #include <string>
 
+#include "kbv/ipc/failure.h"
 #include "kbv/protocol/protocol.h"
 #include "kbv/protocol/record.h"
-#include "kbv/worker/failure.h"
 
 namespace kbv::eval {
 
-protocol::Verdict verdict_of(worker::FailureKind kind);
+protocol::Verdict verdict_of(ipc::FailureKind kind);
 // A candidate's worker lost (WorkerLost::kind; `sandbox` is kbv's failure, not a verdict).
 protocol::Verdict verdict_of_loss(const std::string& kind);
 

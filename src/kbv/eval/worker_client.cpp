@@ -13,19 +13,20 @@
 
 #include "kbv/common/proc_stat.h"
 #include "kbv/common/syscall.h"
+#include "kbv/ipc/commands.h"
+#include "kbv/ipc/fd_passing.h"
+#include "kbv/ipc/tensor_codec.h"
+#include "kbv/ipc/worker_fds.h"
 #include "kbv/sandbox/enter.h"
 #include "kbv/sandbox/explain.h"
-#include "kbv/worker/fd_passing.h"
-#include "kbv/worker/tensor_codec.h"
-#include "kbv/worker/commands.h"
 
 namespace kbv::eval {
 
 namespace {
 
-std::shared_ptr<const worker::SharedRegion> make_region() {
+std::shared_ptr<const ipc::SharedRegion> make_region() {
   try {
-    return worker::SharedRegion::create();
+    return ipc::SharedRegion::create();
   } catch (const std::exception& failed) {
     static std::once_flag said;
     std::call_once(said, [&] { std::cerr << "kbv: no shared output region (" << failed.what() << "); outputs go through the pipes\n"; });
@@ -34,13 +35,13 @@ std::shared_ptr<const worker::SharedRegion> make_region() {
 }
 
 // The worker gets `inherited` from kInheritedFd on: its output region, its file socket.
-worker::WorkerProcess start_worker(const std::string& role, const WorkerLaunch& launch, std::span<const int> inherited,
+process::WorkerProcess start_worker(const std::string& role, const WorkerLaunch& launch, std::span<const int> inherited,
                                    const sandbox::Spec* sandbox) {
   const nlohmann::json spec = sandbox ? sandbox::to_json(*sandbox) : nlohmann::json();
   if (launch.zygote) {
     try {
       return launch.zygote->spawn(role, launch.environment, std::chrono::seconds(60), inherited, spec);
-    } catch (const worker::ZygoteFailed& failed) {
+    } catch (const process::ZygoteFailed& failed) {
       // The worker is still owed: started afresh, slower. Said once, the rest of the run alike.
       static std::once_flag said;
       std::call_once(said, [&] { std::cerr << "kbv: " << failed.what() << "; starting workers afresh\n"; });
@@ -48,7 +49,7 @@ worker::WorkerProcess start_worker(const std::string& role, const WorkerLaunch& 
   }
   std::vector<std::string> argv = {launch.executable, "worker", "--role", role, "--python", launch.python};
   if (sandbox) argv.insert(argv.end(), {"--sandbox", spec.dump()});
-  return worker::WorkerProcess::start(argv, launch.environment, 64 * 1024, inherited,
+  return process::WorkerProcess::start(argv, launch.environment, 64 * 1024, inherited,
                                       sandbox ? sandbox::namespace_flags() : 0);
 }
 
@@ -61,22 +62,22 @@ std::uint64_t draw_nonce() {
 std::string with_note(std::string text, const std::string& note) { return note.empty() ? text : text + " (" + note + ")"; }
 
 // Starts the worker with its output region (`region_fd`, -1 for none), one end of a socket pair
-// for open files (worker/fd_passing.h) as its kFileSocketFd (the other end goes to `ours`) and, in
+// for open files (ipc/fd_passing.h) as its kFileSocketFd (the other end goes to `ours`) and, in
 // a sandbox, its build folder's mount (-1 for none) as its kBuildFolderFd.
-worker::WorkerProcess start_with_file_socket(const std::string& role, const WorkerLaunch& launch,
+process::WorkerProcess start_with_file_socket(const std::string& role, const WorkerLaunch& launch,
                                              const sandbox::Spec* sandbox, int region_fd, int build_folder,
-                                             worker::UniqueFd& ours) {
+                                             ipc::UniqueFd& ours) {
   int pair[2];
   KBV_SYSCALL(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair));
   ours.reset(pair[0]);
-  const worker::UniqueFd theirs(pair[1]);  // closed on return: the worker holds the only other end
+  const ipc::UniqueFd theirs(pair[1]);  // closed on return: the worker holds the only other end
   // Without a region, /dev/null in its place: not a region to the worker, and a file to hand over.
-  const worker::UniqueFd no_region(region_fd < 0 ? KBV_SYSCALL(open("/dev/null", O_RDONLY | O_CLOEXEC)) : -1);
+  const ipc::UniqueFd no_region(region_fd < 0 ? KBV_SYSCALL(open("/dev/null", O_RDONLY | O_CLOEXEC)) : -1);
   const int inherited[] = {region_fd < 0 ? no_region.get() : region_fd, theirs.get(), build_folder};
   std::optional<sandbox::Spec> spec;
   if (sandbox) {
     spec = *sandbox;
-    spec->build_folder_fd = build_folder >= 0 ? worker::kBuildFolderFd : -1;
+    spec->build_folder_fd = build_folder >= 0 ? ipc::kBuildFolderFd : -1;
     if (build_folder < 0) spec->build_folder.clear();
   }
   return start_worker(role, launch, std::span(inherited, build_folder >= 0 && sandbox ? 3 : 2), spec ? &*spec : nullptr);
@@ -150,37 +151,37 @@ WorkerClient::Posted WorkerClient::send(const nlohmann::json& command, std::chro
                 std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout),
                 timeout, draw_nonce()};
   nlohmann::json sent = command;
-  sent[worker::kNonceField] = posted.nonce;
-  std::vector<worker::Bytes> blobs;
-  for (const worker::EncodedTensor& t : attachments.tensors) blobs.push_back(t.bytes());
+  sent[ipc::kNonceField] = posted.nonce;
+  std::vector<ipc::Bytes> blobs;
+  for (const ipc::EncodedTensor& t : attachments.tensors) blobs.push_back(t.bytes());
   if (!attachments.files.empty()) {
     sent["files"] = attachments.files.size();
     // Before the command, so the files are there when the worker reads it (the datagram waits in
     // the socket's buffer; a worker gone by now is found by await()).
     try {
-      worker::send_fds(file_socket_.get(), "files", attachments.files);
+      ipc::send_fds(file_socket_.get(), "files", attachments.files);
     } catch (const std::system_error&) {
     }
   }
   try {
     process_.send(sent, blobs, posted.deadline);
-  } catch (const worker::ChannelClosed&) {
+  } catch (const ipc::ChannelClosed&) {
     // await() finds the channel closed (or the deadline passed) too, and says how the worker ended.
-  } catch (const worker::ChannelTimeout&) {
+  } catch (const process::ChannelTimeout&) {
   }
   return posted;
 }
 
-worker::Received WorkerClient::receive(std::chrono::steady_clock::time_point deadline) {
+process::Received WorkerClient::receive(std::chrono::steady_clock::time_point deadline) {
   const bool counted = cgroup_ && sandbox_limits_->cpu_seconds > 0;
   for (;;) {
     const auto tick = counted ? std::min(deadline, std::chrono::steady_clock::now() + kCpuLimitTick) : deadline;
-    worker::Received received = process_.receive(tick);
-    if (received.status != worker::Received::Status::timeout || tick == deadline) return received;
+    process::Received received = process_.receive(tick);
+    if (received.status != process::Received::Status::timeout || tick == deadline) return received;
     const std::optional<double> used = cgroup_->cpu_seconds();
     if (used && *used >= static_cast<double>(sandbox_limits_->cpu_seconds)) {
       cpu_limit_reached_ = true;
-      received.status = worker::Received::Status::closed;
+      received.status = process::Received::Status::closed;
       return received;
     }
   }
@@ -188,15 +189,15 @@ worker::Received WorkerClient::receive(std::chrono::steady_clock::time_point dea
 
 Reply WorkerClient::await(const Posted& posted, Outputs outputs) {
   const std::string& what = posted.what;
-  worker::Received received;
+  process::Received received;
   try {
     received = receive(posted.deadline);
-  } catch (const worker::ChannelClosed&) {
-    received.status = worker::Received::Status::closed;
-  } catch (const worker::ChannelTimeout&) {
-    received.status = worker::Received::Status::timeout;
+  } catch (const ipc::ChannelClosed&) {
+    received.status = process::Received::Status::closed;
+  } catch (const process::ChannelTimeout&) {
+    received.status = process::Received::Status::timeout;
   }
-  using Status = worker::Received::Status;
+  using Status = process::Received::Status;
   if (received.status != Status::message) {
     running_ = false;
     if (received.status == Status::timeout) {
@@ -205,7 +206,7 @@ Reply WorkerClient::await(const Posted& posted, Outputs outputs) {
       throw WorkerLost("timeout", "no answer to '" + what + "' within " + std::to_string(posted.timeout.count()) + " s");
     }
     process_.kill();  // a malformed reply means the channel cannot be trusted any more
-    const worker::ExitStatus status = process_.wait();
+    const process::ExitStatus status = process_.wait();
     if (sandbox_limits_ && !answered_ && !status.signaled && status.code == sandbox::kSetupFailedExit) {
       throw WorkerLost("sandbox", "the candidate's sandbox could not be set up: " + process_.log_tail());
     }
@@ -219,11 +220,11 @@ Reply WorkerClient::await(const Posted& posted, Outputs outputs) {
   }
   Reply reply;
   reply.header = std::move(received.message.header);
-  if (reply.header.value(worker::kNonceField, nlohmann::json()) != nlohmann::json(posted.nonce)) {
+  if (reply.header.value(ipc::kNonceField, nlohmann::json()) != nlohmann::json(posted.nonce)) {
     running_ = false;
     process_.kill();
     process_.wait();
-    reply.header.erase(worker::kNonceField);
+    reply.header.erase(ipc::kNonceField);
     throw WorkerLost("forged_reply", "a reply to '" + what + "' that answers no command kbv sent (the result channel "
                                      "was written by other code than the worker's): " + reply.header.dump().substr(0, 300));
   }
@@ -231,9 +232,9 @@ Reply WorkerClient::await(const Posted& posted, Outputs outputs) {
   if (reply.header.value("status", "") == "error") {
     std::string message = reply.header.value("message", "");
     if (sandbox_limits_) message = with_note(message, sandbox::explain_error(message, *sandbox_limits_));
-    worker::FailureKind kind = worker::FailureKind::internal;
+    ipc::FailureKind kind = ipc::FailureKind::internal;
     try {
-      kind = worker::failure_kind(reply.header.value("kind", ""));
+      kind = ipc::failure_kind(reply.header.value("kind", ""));
     } catch (const std::invalid_argument& unknown) {
       // kbv's worker names only its own kinds: other code wrote this reply.
       process_.kill();
@@ -261,17 +262,17 @@ Reply WorkerClient::await(const Posted& posted, Outputs outputs) {
   };
   const size_t in_region = count("region"), on_device = count("device");
   if (metas.size() - in_region - on_device != blobs.size() || (in_region > 0 && !region_)) {
-    throw WorkerFailed(worker::FailureKind::internal, "reply to '" + what + "' describes " + std::to_string(metas.size()) + " tensors (" +
+    throw WorkerFailed(ipc::FailureKind::internal, "reply to '" + what + "' describes " + std::to_string(metas.size()) + " tensors (" +
                                        std::to_string(in_region) + " in a region, " + std::to_string(on_device) +
                                        " on the device) but carries " + std::to_string(blobs.size()) + " blobs");
   }
   while (reply.files.size() < on_device) {
-    worker::PassedFds passed = worker::receive_fds(file_socket_.get(), std::chrono::steady_clock::now() + std::chrono::seconds(5));
-    if (passed.status != worker::PassedFds::Status::message) {
-      throw WorkerFailed(worker::FailureKind::internal, "reply to '" + what + "' describes " + std::to_string(on_device) +
+    ipc::PassedFds passed = ipc::receive_fds(file_socket_.get(), std::chrono::steady_clock::now() + std::chrono::seconds(5));
+    if (passed.status != ipc::PassedFds::Status::message) {
+      throw WorkerFailed(ipc::FailureKind::internal, "reply to '" + what + "' describes " + std::to_string(on_device) +
                                          " outputs on the device, and " + std::to_string(reply.files.size()) + " came");
     }
-    for (worker::UniqueFd& fd : passed.fds) reply.files.push_back(std::move(fd));
+    for (ipc::UniqueFd& fd : passed.fds) reply.files.push_back(std::move(fd));
   }
   size_t blob = 0;
   for (const nlohmann::json& meta : metas) {
@@ -280,14 +281,14 @@ Reply WorkerClient::await(const Posted& posted, Outputs outputs) {
       continue;
     }
     if (!meta.contains("region")) {
-      reply.tensors.push_back(worker::decode(meta, std::move(blobs[blob++])));
+      reply.tensors.push_back(ipc::decode(meta, std::move(blobs[blob++])));
       continue;
     }
     try {
-      at::Tensor view = worker::SharedRegion::view(region_, meta);
+      at::Tensor view = ipc::SharedRegion::view(region_, meta);
       reply.tensors.push_back(outputs == Outputs::owned ? view.clone() : view);
     } catch (const std::runtime_error& bad) {
-      throw WorkerFailed(worker::FailureKind::internal, "reply to '" + what + "': " + bad.what());
+      throw WorkerFailed(ipc::FailureKind::internal, "reply to '" + what + "': " + bad.what());
     }
   }
   return reply;
@@ -298,7 +299,7 @@ void WorkerClient::begin_shutdown() {
   if (!running_) return;
   running_ = false;
   try {
-    process_.send(worker::commands::message(worker::commands::Exit{}), {}, std::chrono::steady_clock::now() + std::chrono::seconds(5));
+    process_.send(ipc::commands::message(ipc::commands::Exit{}), {}, std::chrono::steady_clock::now() + std::chrono::seconds(5));
     process_.receive(std::chrono::steady_clock::now() + std::chrono::seconds(5));
   } catch (const std::exception&) {
     // Already gone: reaped by shutdown() either way.

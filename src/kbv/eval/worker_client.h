@@ -16,13 +16,13 @@
 #include <nlohmann/json.hpp>
 
 #include "kbv/eval/worker_port.h"
+#include "kbv/ipc/failure.h"
+#include "kbv/ipc/shared_region.h"
+#include "kbv/ipc/tensor_codec.h"
+#include "kbv/process/worker_process.h"
+#include "kbv/process/zygote.h"
 #include "kbv/sandbox/cgroup.h"
 #include "kbv/sandbox/spec.h"
-#include "kbv/worker/failure.h"
-#include "kbv/worker/shared_region.h"
-#include "kbv/worker/tensor_codec.h"
-#include "kbv/worker/worker_process.h"
-#include "kbv/worker/zygote.h"
 
 namespace kbv::eval {
 
@@ -30,8 +30,8 @@ struct WorkerLaunch {
   std::string executable{};  // the kbv binary itself
   std::string python{};      // interpreter to embed
   std::vector<std::pair<std::string, std::string>> environment{};
-  // When set, workers are forked from it instead of started afresh (worker/zygote.h).
-  std::shared_ptr<worker::Zygote> zygote{};
+  // When set, workers are forked from it instead of started afresh (process/zygote.h).
+  std::shared_ptr<process::Zygote> zygote{};
   // Candidate workers run in a sandbox (sandbox/, eval/sandbox_plan.h) under these limits, with
   // `hidden` out of their sight beside what the plan hides (kbv run's store). Off only to debug.
   bool sandbox = true;
@@ -74,15 +74,15 @@ class WorkerClient : public WorkerPort {
   // time and a CPU limit is set, it is read every kCpuLimitTick meanwhile: RLIMIT_CPU stops each
   // process at the limit alone, so the sandbox's processes past it together end the wait here
   // (as a closed channel, cpu_limit_reached_ set; the caller kills the worker).
-  worker::Received receive(Deadline deadline);
+  process::Received receive(Deadline deadline);
   static constexpr std::chrono::seconds kCpuLimitTick{1};
 
-  std::shared_ptr<const worker::SharedRegion> region_;  // null when none could be made: blobs only
-  worker::UniqueFd file_socket_;                         // the worker's kFileSocketFd is the other end (made with process_)
+  std::shared_ptr<const ipc::SharedRegion> region_;  // null when none could be made: blobs only
+  ipc::UniqueFd file_socket_;                         // the worker's kFileSocketFd is the other end (made with process_)
   std::optional<sandbox::Limits> sandbox_limits_;        // set when the worker is sandboxed
   std::string cgroup_missing_;                           // why a sandboxed worker has no cgroup
   std::unique_ptr<sandbox::Cgroup> cgroup_;              // its sandbox's, removed after process_ is reaped
-  worker::WorkerProcess process_;
+  process::WorkerProcess process_;
   bool answered_ = false;  // a reply came: from then on anything that ends it is the worker's own doing
   bool cpu_limit_reached_ = false;
   bool running_ = true;

@@ -14,9 +14,9 @@
 #include <ATen/core/Tensor.h>
 #include <nlohmann/json.hpp>
 
-#include "kbv/worker/failure.h"
-#include "kbv/worker/channel.h"
-#include "kbv/worker/tensor_codec.h"
+#include "kbv/ipc/channel.h"
+#include "kbv/ipc/failure.h"
+#include "kbv/ipc/tensor_codec.h"
 
 namespace kbv::eval {
 
@@ -28,22 +28,22 @@ struct WorkerLost : std::runtime_error {
   std::string kind;  // crash | timeout | forged_reply | sandbox
 };
 
-// The worker answered with an error of one of the kinds in worker/failure.h.
+// The worker answered with an error of one of the kinds in ipc/failure.h.
 struct WorkerFailed : std::runtime_error {
-  WorkerFailed(worker::FailureKind kind_, const std::string& message) : std::runtime_error(message), kind(kind_) {}
-  worker::FailureKind kind;
+  WorkerFailed(ipc::FailureKind kind_, const std::string& message) : std::runtime_error(message), kind(kind_) {}
+  ipc::FailureKind kind;
 };
 
 struct Reply {
   nlohmann::json header;
   // Every described tensor, in order: a blob's, a view into the output region, or undefined for
-  // one handed over on the device (worker/device_handoff.h), whose file is the next in `files`.
+  // one handed over on the device (ipc/device_handoff.h), whose file is the next in `files`.
   std::vector<at::Tensor> tensors;
-  std::vector<worker::UniqueFd> files;
+  std::vector<ipc::UniqueFd> files;
 };
 
 // How long a reply's large tensors, which arrive as views into the worker's output region
-// (worker/shared_region.h), stay valid.
+// (ipc/shared_region.h), stay valid.
 enum class Outputs {
   owned,               // copied out of the region: valid for as long as they are held
   until_next_request,  // views, valid until the next request to the same worker (compare them at once)
@@ -52,7 +52,7 @@ enum class Outputs {
 // What a command carries beside its JSON: tensors as blobs (described in the command, in order)
 // and open files (handed over on the worker's file socket; the command says how many, "files").
 struct Attachments {
-  std::vector<worker::EncodedTensor> tensors{};
+  std::vector<ipc::EncodedTensor> tensors{};
   std::vector<int> files{};
 };
 

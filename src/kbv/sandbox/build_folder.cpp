@@ -18,7 +18,7 @@
 namespace kbv::sandbox {
 namespace {
 
-using worker::UniqueFd;
+using ipc::UniqueFd;
 
 [[noreturn]] void fail(const std::string& what, const std::string& path) {
   throw std::system_error(errno, std::generic_category(), "build folder: " + what + " " + path);

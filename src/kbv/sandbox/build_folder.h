@@ -11,7 +11,7 @@
 #include <map>
 #include <string>
 
-#include "kbv/worker/channel.h"
+#include "kbv/ipc/channel.h"
 
 namespace kbv::sandbox {
 
@@ -45,7 +45,7 @@ class BuildFolder {
   static constexpr int kMaxDepth = 16;
 
  private:
-  worker::UniqueFd mount_;
+  ipc::UniqueFd mount_;
   std::uint64_t size_bytes_;
 };
 

@@ -15,12 +15,12 @@
 #include <utility>
 #include <vector>
 
-#include "kbv/worker/channel.h"
+#include "kbv/ipc/channel.h"
 
 namespace kbv::sandbox {
 namespace {
 
-using worker::UniqueFd;
+using ipc::UniqueFd;
 
 [[noreturn]] void fail(const std::string& what, const std::string& path) {
   throw std::system_error(errno, std::generic_category(), "sandbox: " + what + " " + path);

@@ -13,8 +13,8 @@
 
 #include "kbv/check/comparison.h"
 #include "kbv/check/sketch.h"
-#include "kbv/worker/device_handoff.h"
-#include "kbv/worker/worker_process.h"
+#include "kbv/ipc/device_handoff.h"
+#include "kbv/ipc/worker_fds.h"
 
 namespace kbv::worker {
 namespace {
@@ -55,8 +55,8 @@ struct FirstOutputs {
   bool all_finite = true;
 };
 
-void check_draw(Session& session, Replies& replies, const commands::Check& command, json& header,
-                std::vector<EncodedTensor>& tensors, std::vector<UniqueFd>& files) {
+void check_draw(Session& session, Replies& replies, const ipc::commands::Check& command, json& header,
+                std::vector<ipc::EncodedTensor>& tensors, std::vector<ipc::UniqueFd>& files) {
   const bool against_first = command.errors_against_first;
   const pybind11::list inputs = session.draw(command.draw);
   header = {{"status", "ok"}, {"checksum", input_checksum(inputs)}, {"results", json::array()}};
@@ -87,32 +87,32 @@ void check_draw(Session& session, Replies& replies, const commands::Check& comma
 }
 
 
-check::OutputComparison compare_draw(Session& session, const commands::Compare& command, std::size_t file_count,
+check::OutputComparison compare_draw(Session& session, const ipc::commands::Compare& command, std::size_t file_count,
                                      std::vector<std::vector<std::byte>>& blobs) {
-  std::vector<UniqueFd> files;
+  std::vector<ipc::UniqueFd> files;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (files.size() < file_count) {
-    PassedFds received = receive_fds(kFileSocketFd, deadline);
-    if (received.status != PassedFds::Status::message) throw Failure(FailureKind::internal, "compare: the files did not come with the command");
-    for (UniqueFd& fd : received.fds) files.push_back(std::move(fd));
+    ipc::PassedFds received = ipc::receive_fds(ipc::kFileSocketFd, deadline);
+    if (received.status != ipc::PassedFds::Status::message) throw ipc::Failure(ipc::FailureKind::internal, "compare: the files did not come with the command");
+    for (ipc::UniqueFd& fd : received.fds) files.push_back(std::move(fd));
   }
-  const auto file = [&](const json& meta) -> UniqueFd& {
+  const auto file = [&](const json& meta) -> ipc::UniqueFd& {
     const size_t index = meta.at("file");
-    if (index >= files.size() || !files[index]) throw Failure(FailureKind::internal, "compare: an output names no file handed over");
+    if (index >= files.size() || !files[index]) throw ipc::Failure(ipc::FailureKind::internal, "compare: an output names no file handed over");
     return files[index];
   };
-  std::map<size_t, std::shared_ptr<const SharedRegion>> regions;
+  std::map<size_t, std::shared_ptr<const ipc::SharedRegion>> regions;
   std::vector<at::Tensor> outputs;
   size_t blob = 0;
   for (const json& meta : command.outputs) {
     if (meta.contains("region")) {
       const size_t index = meta.at("file");
-      if (!regions.count(index)) regions[index] = SharedRegion::open_received(std::move(file(meta)));
-      outputs.push_back(SharedRegion::view(regions[index], meta));
+      if (!regions.count(index)) regions[index] = ipc::SharedRegion::open_received(std::move(file(meta)));
+      outputs.push_back(ipc::SharedRegion::view(regions[index], meta));
     } else if (meta.contains("device")) {
       try {
         if (!session.device().is_cuda()) throw std::runtime_error("this evaluation has no device");
-        outputs.push_back(import_device_file(std::move(file(meta)), meta, std::max<int>(session.device().index(), 0)));
+        outputs.push_back(ipc::import_device_file(std::move(file(meta)), meta, std::max<int>(session.device().index(), 0)));
       } catch (const std::runtime_error& failed) {
         // The candidate's worker described and exported it: what cannot be mapped is its doing.
         check::OutputComparison unusable;
@@ -120,13 +120,13 @@ check::OutputComparison compare_draw(Session& session, const commands::Compare& 
         return unusable;
       }
     } else {
-      if (blob >= blobs.size()) throw Failure(FailureKind::internal, "compare: fewer blobs than outputs");
-      outputs.push_back(decode(meta, std::move(blobs[blob++])));
+      if (blob >= blobs.size()) throw ipc::Failure(ipc::FailureKind::internal, "compare: fewer blobs than outputs");
+      outputs.push_back(ipc::decode(meta, std::move(blobs[blob++])));
     }
   }
   const pybind11::list inputs = session.draw(command.draw);
   Forward forward = session.forward("reference", inputs, "reference for a candidate's check");
-  if (forward.bad_output) throw Failure(FailureKind::internal, "the reference for a checked draw: " + *forward.bad_output);
+  if (forward.bad_output) throw ipc::Failure(ipc::FailureKind::internal, "the reference for a checked draw: " + *forward.bad_output);
   std::vector<at::Tensor>& reference = forward.outputs;
   for (size_t i = 0; i < outputs.size() && i < reference.size(); ++i) {
     reference[i] = comparable(reference[i]);
@@ -147,10 +147,10 @@ void release_cached_device_memory(const Session& session) {
 // TF32 baseline), the first mode's says whether its outputs are all finite, each one's RMS and
 // their size, measured where they lie (on the device when large). A candidate's outputs are
 // compared with the reference's here too (`compare`).
-void handle_check(Session& session, Replies& replies, const commands::Check& command) {
+void handle_check(Session& session, Replies& replies, const ipc::commands::Check& command) {
   json header;
-  std::vector<EncodedTensor> tensors;
-  std::vector<UniqueFd> files;
+  std::vector<ipc::EncodedTensor> tensors;
+  std::vector<ipc::UniqueFd> files;
   check_draw(session, replies, command, header, tensors, files);
   release_cached_device_memory(session);
   replies.send_files(files);
@@ -166,7 +166,7 @@ void handle_check(Session& session, Replies& replies, const commands::Check& com
 void handle_compare(Session& session, Replies& replies, const json& header, std::vector<std::vector<std::byte>>& blobs) {
   // "files": the transport's count of the files handed over with the command (eval/worker_client).
   const check::OutputComparison comparison =
-      compare_draw(session, commands::read<commands::Compare>(header), header.value("files", std::size_t{0}), blobs);
+      compare_draw(session, ipc::commands::read<ipc::commands::Compare>(header), header.value("files", std::size_t{0}), blobs);
   release_cached_device_memory(session);
   replies.send({{"status", "ok"}, {"comparison", check::to_json(comparison)}});
 }
@@ -174,14 +174,14 @@ void handle_compare(Session& session, Replies& replies, const json& header, std:
 // `sketches`: for each of the candidate's timed calls (its content seed and sketch seed), the
 // reference's outputs on the same standard draw, sampled at the same positions, with their RMS.
 // Many calls per request: one round trip each cost more than the call.
-void handle_sketches(Session& session, Replies& replies, const commands::Sketches& command) {
+void handle_sketches(Session& session, Replies& replies, const ipc::commands::Sketches& command) {
   const int points = command.points;
   json header = {{"status", "ok"}, {"results", json::array()}};
-  std::vector<EncodedTensor> tensors;
+  std::vector<ipc::EncodedTensor> tensors;
   for (const json& call : command.calls) {
     const pybind11::list inputs = session.draw_standard(call.at("seed").get<std::uint64_t>());
     const Forward forward = session.forward("reference", inputs, "check of a timed call's inputs");
-    if (forward.bad_output) throw Failure(FailureKind::internal, "the reference on a timed call's inputs: " + *forward.bad_output);
+    if (forward.bad_output) throw ipc::Failure(ipc::FailureKind::internal, "the reference on a timed call's inputs: " + *forward.bad_output);
     json rms = json::array();
     for (const at::Tensor& t : forward.outputs) rms.push_back(check::finite_rms(t));
     json result = {{"rms", std::move(rms)}};

@@ -8,16 +8,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kbv/worker/commands.h"
+#include "kbv/ipc/commands.h"
 #include "kbv/worker/reply.h"
 #include "kbv/worker/session.h"
 
 namespace kbv::worker {
 
-void handle_check(Session& session, Replies& replies, const commands::Check& command);
+void handle_check(Session& session, Replies& replies, const ipc::commands::Check& command);
 void handle_compare(Session& session, Replies& replies, const nlohmann::json& header,
                     std::vector<std::vector<std::byte>>& blobs);
-void handle_sketches(Session& session, Replies& replies, const commands::Sketches& command);
+void handle_sketches(Session& session, Replies& replies, const ipc::commands::Sketches& command);
 
 // Each worker gives the device memory its caching allocator holds back to the device after each
 // draw, comparison, probe, trace, copy floor and audited draw (never between timed calls): the two

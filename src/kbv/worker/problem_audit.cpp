@@ -83,13 +83,13 @@ json number(double value) { return std::isfinite(value) ? json(value) : json(nul
 }  // namespace
 
 nlohmann::json Session::audit(const nlohmann::json& spec, const nlohmann::json& other) {
-  if (role_ != Role::reference) throw Failure(FailureKind::internal, "audit: only the reference worker audits a problem");
+  if (role_ != Role::reference) throw ipc::Failure(ipc::FailureKind::internal, "audit: only the reference worker audits a problem");
   json facts = json::object();
   const py::list inputs = draw(spec);
   Forward base;
   try {
     base = forward("reference", inputs, "audit");
-  } catch (const Failure& failure) {
+  } catch (const ipc::Failure& failure) {
     facts["raised"] = failure.what();
     return facts;
   }

@@ -1,21 +1,21 @@
 // A call into Python from a worker's step, its exception turned into a Failure of the step's kind
-// (worker/failure.h), with what the step was doing before Python's own words.
+// (ipc/failure.h), with what the step was doing before Python's own words.
 #pragma once
 
 #include <string>
 
 #include <pybind11/pybind11.h>
 
-#include "kbv/worker/failure.h"
+#include "kbv/ipc/failure.h"
 
 namespace kbv::worker {
 
 template <typename F>
-auto guarded(FailureKind kind, const std::string& what, F&& call) {
+auto guarded(ipc::FailureKind kind, const std::string& what, F&& call) {
   try {
     return call();
   } catch (pybind11::error_already_set& error) {
-    throw Failure(kind, what + ":\n" + error.what());
+    throw ipc::Failure(kind, what + ":\n" + error.what());
   }
 }
 

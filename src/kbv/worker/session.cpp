@@ -34,19 +34,19 @@ protocol::Tf32 flags_of(const nlohmann::json& protocol, const std::string& mode)
 
 }  // namespace
 
-FailureKind classify_candidate_error(const std::string& message) {
+ipc::FailureKind classify_candidate_error(const std::string& message) {
   // A CUDA fault (illegal address, launch failure) is sticky: the context is lost, as after a
   // segfault on the host, so it is filed with crashes.
-  return message.find("CUDA error") != std::string::npos ? FailureKind::crash : FailureKind::runtime_error;
+  return message.find("CUDA error") != std::string::npos ? ipc::FailureKind::crash : ipc::FailureKind::runtime_error;
 }
 
 nlohmann::json Session::select_device(const std::string& name) {
   nlohmann::json facts = nlohmann::json::object();
   if (name == "cpu") return facts;
-  if (name != "cuda") throw Failure(FailureKind::internal, "unknown device '" + name + "'");
+  if (name != "cuda") throw ipc::Failure(ipc::FailureKind::internal, "unknown device '" + name + "'");
   py::module_ cuda = py::module_::import("torch").attr("cuda");
   if (!cuda.attr("is_available")().cast<bool>()) {
-    throw Failure(FailureKind::no_device, "--device cuda: no CUDA device is visible here (torch.cuda.is_available() is False)");
+    throw ipc::Failure(ipc::FailureKind::no_device, "--device cuda: no CUDA device is visible here (torch.cuda.is_available() is False)");
   }
   device_ = c10::Device(c10::kCUDA, 0);
   facts["gpu"] = cuda.attr("get_device_name")(0).cast<std::string>();
@@ -73,7 +73,7 @@ namespace {
 py::object loaded_candidate(const py::tuple& loaded) {
   if (!loaded[1].is_none()) {
     py::tuple error = loaded[1];
-    throw Failure(failure_kind(error[0].cast<std::string>()), error[1].cast<std::string>());
+    throw ipc::Failure(ipc::failure_kind(error[0].cast<std::string>()), error[1].cast<std::string>());
   }
   return loaded[0];
 }
@@ -84,7 +84,7 @@ py::object Session::import_candidate(const std::string& path) {
   return loaded_candidate(python::harness().attr("load_candidate")(path, "kbv_candidate"));
 }
 
-nlohmann::json Session::compile(const commands::Compile& command) {
+nlohmann::json Session::compile(const ipc::commands::Compile& command) {
   // SCHED_IDLE runs only where a core has nothing else to run; the compilers the build starts
   // inherit it (sched(7)). Lowering one's own priority needs no privilege.
   if (command.background) {
@@ -101,7 +101,7 @@ nlohmann::json Session::compile(const commands::Compile& command) {
   }
 }
 
-nlohmann::json Session::load(const commands::Load& command) {
+nlohmann::json Session::load(const ipc::commands::Load& command) {
   py::module_& harness = python::harness();
   protocol_ = command.protocol;
   nlohmann::json facts = {{"versions", harness.attr("versions")().cast<std::map<std::string, std::string>>()}};
@@ -125,15 +125,15 @@ nlohmann::json Session::load(const commands::Load& command) {
   step("device_and_timer");
 
   const std::string& problem_path = command.problem;
-  problem_ = guarded(FailureKind::problem_error, "cannot import the problem " + problem_path,
+  problem_ = guarded(ipc::FailureKind::problem_error, "cannot import the problem " + problem_path,
                      [&] { return harness.attr("load_module")(problem_path, "kbv_problem"); });
   for (const char* name : {"Model", "get_inputs", "get_init_inputs"}) {
     if (!py::hasattr(problem_, name)) {
-      throw Failure(FailureKind::problem_error, "the problem " + problem_path + " defines no `" + name +
+      throw ipc::Failure(ipc::FailureKind::problem_error, "the problem " + problem_path + " defines no `" + name +
                                          "` (a KernelBench problem has Model, get_inputs and get_init_inputs)");
     }
   }
-  const py::object init = guarded(FailureKind::problem_error, "get_init_inputs() of " + problem_path + " raised",
+  const py::object init = guarded(ipc::FailureKind::problem_error, "get_init_inputs() of " + problem_path + " raised",
                                   [&] { return py::list(problem_.attr("get_init_inputs")()); });
   const std::uint64_t seed = protocol_.at("init_seed");
   const std::int64_t before = memory_->allocated();
@@ -149,7 +149,7 @@ nlohmann::json Session::load(const commands::Load& command) {
   // than a fused candidate, so carried by both it would favour the candidate.
   if (role_ == Role::candidate && protocol_.at("detection").at("enabled").get<bool>()) ops_.emplace();
   if (role_ == Role::reference) {
-    model_ = guarded(FailureKind::problem_error, "constructing Model(*get_init_inputs()) raised",
+    model_ = guarded(ipc::FailureKind::problem_error, "constructing Model(*get_init_inputs()) raised",
                      [&] { return harness.attr("build")(problem_.attr("Model"), init, seed); });
     step("construct");
   } else {
@@ -161,17 +161,17 @@ nlohmann::json Session::load(const commands::Load& command) {
       candidate_ = import_candidate(candidate_path);
     }
     if (!py::hasattr(candidate_, "ModelNew")) {
-      throw Failure(FailureKind::runtime_error, "the candidate " + candidate_path + " defines no `ModelNew` class");
+      throw ipc::Failure(ipc::FailureKind::runtime_error, "the candidate " + candidate_path + " defines no `ModelNew` class");
     }
     step("candidate");
-    model_ = guarded(FailureKind::runtime_error, "constructing ModelNew(*get_init_inputs()) raised (does its constructor match Model's?)", [&] {
+    model_ = guarded(ipc::FailureKind::runtime_error, "constructing ModelNew(*get_init_inputs()) raised (does its constructor match Model's?)", [&] {
       const py::tuple args = py::make_tuple(candidate_.attr("ModelNew"), init, seed);
       return watch_ ? watch_->construct(harness.attr("build"), args) : harness.attr("build")(*args);
     });
     step("construct");
     if (protocol_.at("copy_state").get<bool>()) {
       const std::int64_t without_reference = memory_->allocated();
-      py::object reference = guarded(FailureKind::problem_error, "constructing Model(*get_init_inputs()) raised",
+      py::object reference = guarded(ipc::FailureKind::problem_error, "constructing Model(*get_init_inputs()) raised",
                                      [&] { return harness.attr("build")(problem_.attr("Model"), init, seed); });
       facts["copied_state"] = harness.attr("copy_state")(model_, reference).cast<std::vector<std::string>>();
       reference = py::none();
@@ -183,7 +183,7 @@ nlohmann::json Session::load(const commands::Load& command) {
     }
   }
   if (py::hasattr(model_, "to")) {
-    model_ = guarded(role_ == Role::candidate ? FailureKind::runtime_error : FailureKind::problem_error, "moving the module to the device raised",
+    model_ = guarded(role_ == Role::candidate ? ipc::FailureKind::runtime_error : ipc::FailureKind::problem_error, "moving the module to the device raised",
                      [&] { return model_.attr("to")(command.device); });
   }
   measure::synchronize(device_);
@@ -196,7 +196,7 @@ nlohmann::json Session::load(const commands::Load& command) {
 
 py::list Session::draw_standard(std::uint64_t seed) {
   if (watch_) watch_->check_routes("kbv's draw of the inputs");
-  py::list drawn = guarded(FailureKind::problem_error, "get_inputs() raised", [&] {
+  py::list drawn = guarded(ipc::FailureKind::problem_error, "get_inputs() raised", [&] {
     return py::list(python::draws().attr("draw_standard")(problem_.attr("get_inputs"), seed, device_.str()));
   });
   // The candidate's code shares this process: what the generators say after a draw must not tell
@@ -240,7 +240,7 @@ Forward Session::forward(const std::string& mode, const py::list& inputs, const 
 py::object Session::call_forward(const py::list& inputs) {
   const CallSpan gpu_span(gpu_ledger_);
   const bool candidate = role_ == Role::candidate;
-  return guarded(candidate ? FailureKind::runtime_error : FailureKind::reference_error,
+  return guarded(candidate ? ipc::FailureKind::runtime_error : ipc::FailureKind::reference_error,
                  candidate ? "ModelNew.forward raised" : "Model.forward raised",
                  [&] { return python::harness().attr("forward")(model_, inputs); });
 }

@@ -14,14 +14,14 @@
 #include <nlohmann/json.hpp>
 #include <pybind11/pybind11.h>
 
+#include "kbv/ipc/commands.h"
+#include "kbv/ipc/failure.h"
 #include "kbv/measure/memory.h"
 #include "kbv/measure/timer.h"
 #include "kbv/protocol/protocol.h"
-#include "kbv/worker/candidate_watch.h"
-#include "kbv/worker/commands.h"
 #include "kbv/worker/call_inputs.h"
+#include "kbv/worker/candidate_watch.h"
 #include "kbv/worker/cpu_ledger.h"
-#include "kbv/worker/failure.h"
 #include "kbv/worker/gpu_ledger.h"
 #include "kbv/worker/op_recorder.h"
 #include "kbv/worker/role.h"
@@ -39,11 +39,11 @@ class Session {
 
   // Imports the problem (and, for the candidate role, the candidate: its kernels compile now),
   // constructs the module, moves it to the device. Returns facts for the record.
-  nlohmann::json load(const commands::Load& command);
+  nlohmann::json load(const ipc::commands::Load& command);
   // Imports the candidate (building its kernels into the extension cache), then builds the
   // extensions it would build later (harness.build_ahead): `kbv compile`. Returns what
   // build_ahead built, failed and missed.
-  nlohmann::json compile(const commands::Compile& command);
+  nlohmann::json compile(const ipc::commands::Compile& command);
   // Selects the device and creates its context (CUDA's, ~0.25 s on the H200), so that the parent
   // can have it done while it waits on something else; `load` then finds it ready. With a
   // protocol (protocol::to_json's form), also runs once the kernels its steps will use
@@ -152,6 +152,6 @@ class Session {
 
 // Where a failure inside candidate code should be filed: a CUDA fault kills the context, which
 // is a crash; anything else the candidate raised is a runtime error.
-FailureKind classify_candidate_error(const std::string& message);
+ipc::FailureKind classify_candidate_error(const std::string& message);
 
 }  // namespace kbv::worker

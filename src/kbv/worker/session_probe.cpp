@@ -61,11 +61,11 @@ nlohmann::json Session::traced_forward(const py::list& inputs, const std::string
   if (ops_) ops_->start();
   py::tuple traced;
   try {
-    traced = guarded(FailureKind::runtime_error, "ModelNew.forward raised under the profiler", [&] {
+    traced = guarded(ipc::FailureKind::runtime_error, "ModelNew.forward raised under the profiler", [&] {
       return python::monitor().attr("trace_call")(bound_forward(model_, inputs), device_.str(), extensions_dir(),
                                                   watch_->problem_path());
     });
-  } catch (const Failure&) {
+  } catch (const ipc::Failure&) {
     if (ops_) ops_->stop();
     throw;
   }
@@ -81,7 +81,7 @@ nlohmann::json Session::traced_forward(const py::list& inputs, const std::string
 
 nlohmann::json Session::probe(const nlohmann::json& spec, const nlohmann::json& refresh,
                               std::vector<at::Tensor>* refreshed_outputs) {
-  if (!watch_) throw Failure(FailureKind::internal, "probe: the candidate is not watched (detection is off)");
+  if (!watch_) throw ipc::Failure(ipc::FailureKind::internal, "probe: the candidate is not watched (detection is off)");
   py::module_& monitor = python::monitor();
   const std::string mode = "candidate";
   const py::list inputs = draw(spec);
@@ -132,7 +132,7 @@ nlohmann::json Session::probe(const nlohmann::json& spec, const nlohmann::json& 
   restore_inputs();
   try {
     probe["trace"] = traced_forward(inputs, mode);
-  } catch (const Failure& failure) {
+  } catch (const ipc::Failure& failure) {
     probe["trace_error"] = failure.what();
   }
 

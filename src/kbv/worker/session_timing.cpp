@@ -88,7 +88,7 @@ void Session::fill_pool(const std::vector<std::uint64_t>& seeds) {
 }
 
 void Session::fill_set(size_t index, std::uint64_t seed) {
-  if (index >= pool_.size()) throw Failure(FailureKind::internal, "no timing input set " + std::to_string(index));
+  if (index >= pool_.size()) throw ipc::Failure(ipc::FailureKind::internal, "no timing input set " + std::to_string(index));
   const py::list fresh = draw_standard(seed);
   // Same buffers, new values: a cache keyed by pointer returns stale results.
   py::list& set = pool_[index];
@@ -177,8 +177,8 @@ measure::TimedCall Session::timed_call(size_t set, const std::string& mode) {
 }
 
 const std::vector<at::Tensor>& Session::last_outputs(size_t set) const {
-  if (set >= last_.size()) throw Failure(FailureKind::internal, "no timed output for set " + std::to_string(set));
-  if (last_[set].bad_output) throw Failure(FailureKind::incorrect, *last_[set].bad_output);
+  if (set >= last_.size()) throw ipc::Failure(ipc::FailureKind::internal, "no timed output for set " + std::to_string(set));
+  if (last_[set].bad_output) throw ipc::Failure(ipc::FailureKind::incorrect, *last_[set].bad_output);
   return last_[set].outputs;
 }
 

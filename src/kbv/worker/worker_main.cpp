@@ -15,19 +15,19 @@
 #include <pybind11/pybind11.h>
 
 #include "kbv/check/sketch.h"
+#include "kbv/ipc/channel.h"
+#include "kbv/ipc/commands.h"
+#include "kbv/ipc/shared_region.h"
+#include "kbv/ipc/worker_fds.h"
 #include "kbv/measure/memory.h"
 #include "kbv/python/harness.h"
 #include "kbv/python/interpreter.h"
 #include "kbv/sandbox/enter.h"
 #include "kbv/sandbox/environment.h"
 #include "kbv/sandbox/explain.h"
-#include "kbv/worker/channel.h"
-#include "kbv/worker/commands.h"
 #include "kbv/worker/output_checks.h"
 #include "kbv/worker/reply.h"
 #include "kbv/worker/session.h"
-#include "kbv/worker/shared_region.h"
-#include "kbv/worker/worker_process.h"
 
 namespace kbv::worker {
 namespace {
@@ -40,7 +40,7 @@ using nlohmann::json;
 // sampled at positions drawn here after the call returned: no seed exists while it computes. The
 // samples stay on the device until the batch's last call: no copy to or from the host runs
 // between two timed calls (the reference's worker copies nothing between its baseline's).
-void handle_timed_calls(Session& session, Replies& replies, const commands::TimedCalls& command) {
+void handle_timed_calls(Session& session, Replies& replies, const ipc::commands::TimedCalls& command) {
   const std::string& mode = command.mode;
   const int points = command.points;
   static std::random_device entropy;
@@ -62,17 +62,17 @@ void handle_timed_calls(Session& session, Replies& replies, const commands::Time
     }
     header["results"].push_back(std::move(result));
   }
-  std::vector<EncodedTensor> tensors;
+  std::vector<ipc::EncodedTensor> tensors;
   for (size_t i = 0; i < gathered.size(); ++i) replies.attach(tensors, header["results"][i]["outputs"], check::to_host(gathered[i]));
   header["cpu"] = session.cpu_totals();
   if (nlohmann::json gpu = session.gpu_totals(); !gpu.is_null()) header["gpu"] = std::move(gpu);
   replies.send(header, tensors);
 }
 
-void handle(Session& session, Replies& replies, Message& message) {
+void handle(Session& session, Replies& replies, ipc::Message& message) {
   const json& header = message.header;
   const std::string name = header.at("cmd");
-  using namespace commands;
+  using namespace ipc::commands;
   // The timing's commands, in its order; any other ends it.
   if (name != Pool::kName && name != Warmup::kName && name != Flags::kName && name != TimedCalls::kName) session.end_timing();
   if (name == Load::kName) {
@@ -129,8 +129,8 @@ void handle(Session& session, Replies& replies, Message& message) {
     const Probe command = read<Probe>(header);
     std::vector<at::Tensor> refreshed;
     json reply_header = {{"status", "ok"}, {"probe", session.probe(command.draw, command.refresh, &refreshed)}};
-    std::vector<EncodedTensor> tensors;
-    std::vector<UniqueFd> files;
+    std::vector<ipc::EncodedTensor> tensors;
+    std::vector<ipc::UniqueFd> files;
     replies.attach_for_comparison(tensors, reply_header["outputs"], refreshed, files);  // the refreshed call's outputs
     refreshed.clear();
     release_cached_device_memory(session);
@@ -144,14 +144,14 @@ void handle(Session& session, Replies& replies, Message& message) {
   } else if (name == Findings::kName) {
     replies.send({{"status", "ok"}, {"findings", session.findings()}, {"ops", session.observed_ops()}});
   } else {
-    throw Failure(FailureKind::internal, "unknown worker command '" + name + "'");
+    throw ipc::Failure(ipc::FailureKind::internal, "unknown worker command '" + name + "'");
   }
 }
 
 // An exception no step typed: in the candidate's process it came from the candidate's code or
 // its effects (a CUDA fault surfacing in a later call); in the reference's, it is ours.
-FailureKind untyped_failure_kind(Role role, const std::string& text) {
-  return role == Role::candidate ? classify_candidate_error(text) : FailureKind::internal;
+ipc::FailureKind untyped_failure_kind(Role role, const std::string& text) {
+  return role == Role::candidate ? classify_candidate_error(text) : ipc::FailureKind::internal;
 }
 
 }  // namespace
@@ -167,32 +167,32 @@ int run_worker(Role role, const std::string& python_executable, const std::strin
 }
 
 int serve_worker(Role role) {
-  Channel channel = open_worker_channel();
-  static const std::unique_ptr<SharedRegion> region = SharedRegion::open_inherited(kInheritedFd);
+  ipc::Channel channel = ipc::open_worker_channel();
+  static const std::unique_ptr<ipc::SharedRegion> region = ipc::SharedRegion::open_inherited(ipc::kInheritedFd);
   Replies replies(channel, region.get());
   Session session(role);
   for (;;) {
-    Message message;
+    ipc::Message message;
     try {
       message = channel.receive();
-    } catch (const ChannelClosed&) {
+    } catch (const ipc::ChannelClosed&) {
       return 0;  // the parent is gone or done
     }
     replies.begin(message.header);
-    if (message.header.value("cmd", "") == commands::Exit::kName) {
+    if (message.header.value("cmd", "") == ipc::commands::Exit::kName) {
       replies.send({{"status", "ok"}});
       std::fflush(nullptr);
       _exit(0);  // skip interpreter and torch teardown
     }
-    FailureKind kind = FailureKind::internal;
+    ipc::FailureKind kind = ipc::FailureKind::internal;
     std::string text;
     try {
       handle(session, replies, message);
       continue;
-    } catch (const Failure& failure) {
+    } catch (const ipc::Failure& failure) {
       kind = failure.kind;
       text = failure.what();
-      if (role == Role::candidate && kind == FailureKind::runtime_error) kind = classify_candidate_error(text);
+      if (role == Role::candidate && kind == ipc::FailureKind::runtime_error) kind = classify_candidate_error(text);
     } catch (const c10::Error& error) {
       text = error.what_without_backtrace();
       kind = untyped_failure_kind(role, text);
@@ -201,7 +201,7 @@ int serve_worker(Role role) {
       kind = untyped_failure_kind(role, text);
     }
     if (sandbox::out_of_memory(text)) text += session.memory_in_words();
-    replies.send({{"status", "error"}, {"kind", name(kind)}, {"message", text}});
+    replies.send({{"status", "error"}, {"kind", ipc::name(kind)}, {"message", text}});
   }
 }
 

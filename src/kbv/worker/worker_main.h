@@ -15,4 +15,9 @@ int run_worker(Role role, const std::string& python_executable, const std::strin
 // The same loop in a process whose interpreter is already started (a worker forked by the zygote).
 int serve_worker(Role role);
 
+// The zygote's side (process/zygote.h), `kbv worker --role zygote`: starts the interpreter, then
+// forks a worker for every request on kInheritedFd until the parent closes it. Returns in the
+// zygote (exit code); a forked worker never returns from it.
+int run_zygote(const std::string& python_executable);
+
 }  // namespace kbv::worker

@@ -20,15 +20,15 @@
 #include <nlohmann/json.hpp>
 #include <pybind11/pybind11.h>
 
+#include "kbv/ipc/channel.h"
+#include "kbv/ipc/fd_passing.h"
+#include "kbv/ipc/worker_fds.h"
 #include "kbv/measure/memory.h"
 #include "kbv/python/harness.h"
 #include "kbv/python/interpreter.h"
 #include "kbv/sandbox/enter.h"
 #include "kbv/sandbox/environment.h"
-#include "kbv/worker/channel.h"
-#include "kbv/worker/fd_passing.h"
 #include "kbv/worker/worker_main.h"
-#include "kbv/worker/zygote.h"
 
 namespace kbv::worker {
 namespace {
@@ -38,14 +38,14 @@ constexpr int kMalformed = -2;
 
 void reply(const nlohmann::json& message) {
   const std::string text = message.dump();
-  while (send(kInheritedFd, text.data(), text.size(), MSG_NOSIGNAL) == -1 && errno == EINTR) {
+  while (send(ipc::kInheritedFd, text.data(), text.size(), MSG_NOSIGNAL) == -1 && errno == EINTR) {
   }
 }
 
 // In the forked worker: wait until the intermediate parent is gone and this process is the
 // parent's child, tie its life to the parent's, move the pipes onto the worker's fds, set the
 // environment, enter its sandbox if it has one, serve. Never returns.
-[[noreturn]] void become_worker(pid_t intermediate, int intermediate_pidfd, pid_t parent, const PassedFds& request,
+[[noreturn]] void become_worker(pid_t intermediate, int intermediate_pidfd, pid_t parent, const ipc::PassedFds& request,
                                 const nlohmann::json& spec) {
   const bool sandboxed = !spec.at("sandbox").is_null();
   if (sandboxed) {
@@ -68,20 +68,20 @@ void reply(const nlohmann::json& message) {
   }
   // Every received fd above the targets of the dup2 calls below first, so that none of them is
   // a later one's source; then /dev/null, which goes to 0 before any target it could occupy.
-  int fds[3 + kMaxInheritedFds];
+  int fds[3 + ipc::kMaxInheritedFds];
   const int count = static_cast<int>(request.fds.size());
   for (int i = 0; i < count; ++i) {
-    if ((fds[i] = fcntl(request.fds[i].get(), F_DUPFD, kInheritedFd + kMaxInheritedFds)) == -1) _exit(127);
+    if ((fds[i] = fcntl(request.fds[i].get(), F_DUPFD, ipc::kInheritedFd + ipc::kMaxInheritedFds)) == -1) _exit(127);
   }
   const int null = open("/dev/null", O_RDONLY);
   if (null == -1 || dup2(null, 0) == -1 || dup2(fds[2], 1) == -1 || dup2(fds[2], 2) == -1 ||
-      dup2(fds[0], kCommandFd) == -1 || dup2(fds[1], kResultFd) == -1)
+      dup2(fds[0], ipc::kCommandFd) == -1 || dup2(fds[1], ipc::kResultFd) == -1)
     _exit(127);
   for (int i = 3; i < count; ++i) {
-    if (dup2(fds[i], kInheritedFd + i - 3) == -1) _exit(127);
+    if (dup2(fds[i], ipc::kInheritedFd + i - 3) == -1) _exit(127);
   }
   // The zygote's socket (unless replaced by an inherited fd), the received fds, anything inherited.
-  close_range(kInheritedFd + count - 3, ~0u, 0);
+  close_range(ipc::kInheritedFd + count - 3, ~0u, 0);
   PyOS_AfterFork_Child();
   try {
     // Through os.environ, which also calls putenv: torch reads some from Python, CUDA from C.
@@ -121,7 +121,7 @@ int run_zygote(const std::string& python_executable) {
   // Every fd number a forked worker's inherited fds take above the zygote's socket is held from
   // the start: a library the interpreter loads (NVML, for torch's device count) would otherwise
   // take it, and the worker's dup2 would replace that library's file under it.
-  for (int fd = kInheritedFd + 1; fd < kInheritedFd + kMaxInheritedFds; ++fd) {
+  for (int fd = ipc::kInheritedFd + 1; fd < ipc::kInheritedFd + ipc::kMaxInheritedFds; ++fd) {
     const int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (null == -1 || (null != fd && (dup3(null, fd, O_CLOEXEC) == -1 || close(null) == -1))) {
       std::perror("kbv: zygote: holding the workers' fds");
@@ -134,14 +134,14 @@ int run_zygote(const std::string& python_executable) {
   const pid_t parent = getppid();
   reply({{"ready", true}, {"python_paths", python::search_paths()}});
   for (;;) {
-    PassedFds request;
+    ipc::PassedFds request;
     try {
-      request = receive_fds(kInheritedFd, std::chrono::steady_clock::time_point::max());
+      request = ipc::receive_fds(ipc::kInheritedFd, std::chrono::steady_clock::time_point::max());
     } catch (const std::system_error& failed) {
       std::fprintf(stderr, "kbv: zygote: %s\n", failed.what());
       return 1;
     }
-    if (request.status == PassedFds::Status::closed) {  // the parent closed the socket: done (no interpreter or torch teardown)
+    if (request.status == ipc::PassedFds::Status::closed) {  // the parent closed the socket: done (no interpreter or torch teardown)
       std::fflush(nullptr);
       _exit(0);
     }
@@ -149,7 +149,7 @@ int run_zygote(const std::string& python_executable) {
     // fork: what one worker was sent (its build folder's key, its environment, its view) stays out
     // of this process's memory, which every later worker inherits.
     const auto forget = [&] { explicit_bzero(request.text.data(), request.text.size()); };
-    if (request.fds.size() < 3 || request.fds.size() > 3 + kMaxInheritedFds) {
+    if (request.fds.size() < 3 || request.fds.size() > 3 + ipc::kMaxInheritedFds) {
       forget();
       reply({{"error", "malformed request"}});
       continue;

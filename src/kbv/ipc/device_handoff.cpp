@@ -1,4 +1,4 @@
-#include "kbv/worker/device_handoff.h"
+#include "kbv/ipc/device_handoff.h"
 
 #include <cstring>
 #include <stdexcept>
@@ -9,9 +9,9 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
-#include "kbv/worker/tensor_codec.h"
+#include "kbv/ipc/tensor_codec.h"
 
-namespace kbv::worker {
+namespace kbv::ipc {
 namespace {
 
 // The driver's virtual memory calls, found through the runtime (kbv links no libcuda of its own).
@@ -165,4 +165,4 @@ at::Tensor import_device_file(UniqueFd file, const nlohmann::json& meta, int dev
       options);
 }
 
-}  // namespace kbv::worker
+}  // namespace kbv::ipc

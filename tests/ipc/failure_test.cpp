@@ -1,12 +1,12 @@
 // The kinds a worker's failure can have, by the names its replies carry: each name reads back as
 // its kind, and a name no worker sends is refused rather than read as a runtime error.
-#include "kbv/worker/failure.h"
+#include "kbv/ipc/failure.h"
 
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 
-namespace kbv::worker {
+namespace kbv::ipc {
 namespace {
 
 TEST(FailureKind, EachNameReadsBackAsItsKind) {
@@ -25,4 +25,4 @@ TEST(FailureKind, ANameNoWorkerSendsIsRefused) {
 }
 
 }  // namespace
-}  // namespace kbv::worker
+}  // namespace kbv::ipc

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace kbv::worker {
+namespace kbv::ipc {
 
 enum class FailureKind {
   compile_error,    // the candidate's kernels did not build
@@ -28,4 +28,4 @@ struct Failure : std::runtime_error {
   FailureKind kind;
 };
 
-}  // namespace kbv::worker
+}  // namespace kbv::ipc

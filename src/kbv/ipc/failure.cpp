@@ -1,9 +1,9 @@
-#include "kbv/worker/failure.h"
+#include "kbv/ipc/failure.h"
 
 #include <array>
 #include <utility>
 
-namespace kbv::worker {
+namespace kbv::ipc {
 namespace {
 
 constexpr std::array<std::pair<FailureKind, std::string_view>, 8> kNames = {{
@@ -33,4 +33,4 @@ FailureKind failure_kind(std::string_view text) {
   throw std::invalid_argument("no worker failure is named '" + std::string(text) + "'");
 }
 
-}  // namespace kbv::worker
+}  // namespace kbv::ipc

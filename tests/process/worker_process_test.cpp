@@ -1,7 +1,7 @@
 // WorkerProcess against real children: this test binary re-run as an echo worker
 // (KBV_TEST_CHILD=echo), and /bin/sh scripts that crash, hang, exit, flood their log or fork.
 // The binary has its own main (instead of gtest_main) so it can act as that child.
-#include "kbv/worker/worker_process.h"
+#include "kbv/process/worker_process.h"
 
 #include <gtest/gtest.h>
 
@@ -18,7 +18,7 @@
 
 #include "support/scoped_environment.h"
 
-namespace kbv::worker {
+namespace kbv::process {
 namespace {
 
 using namespace std::chrono_literals;
@@ -39,12 +39,12 @@ void flood_log(std::size_t bytes) {
 // Echoes every message back, after doing what its "op" asks. Exits 0 when the parent closes the channel.
 int run_echo_worker() {
   if (const char* bytes = std::getenv("KBV_TEST_FLOOD_AT_START")) flood_log(std::stoul(bytes));
-  Channel channel = open_worker_channel();
+  ipc::Channel channel = ipc::open_worker_channel();
   for (;;) {
-    Message m;
+    ipc::Message m;
     try {
       m = channel.receive();
-    } catch (const ChannelClosed&) {
+    } catch (const ipc::ChannelClosed&) {
       return 0;
     }
     const std::string op = m.header.value("op", "echo");
@@ -56,7 +56,7 @@ int run_echo_worker() {
       std::cout << "more stdout" << std::endl;
       std::cerr << "printed to stderr" << std::endl;
     }
-    std::vector<Bytes> views(m.blobs.begin(), m.blobs.end());
+    std::vector<ipc::Bytes> views(m.blobs.begin(), m.blobs.end());
     channel.send(m.header, views);
   }
 }
@@ -111,7 +111,7 @@ TEST(WorkerProcess, EchoWorkerRoundTripsMessages) {
   WorkerProcess worker = start_echo();
   const auto large = pattern(8u << 20);
   const std::vector<std::byte> empty;
-  const Bytes blobs[] = {large, empty};
+  const ipc::Bytes blobs[] = {large, empty};
   for (int i = 0; i < 3; ++i) {
     worker.send({{"op", "echo"}, {"i", i}}, blobs, Clock::now() + 30s);
     Received r = worker.receive(Clock::now() + 30s);
@@ -141,7 +141,7 @@ TEST(WorkerProcess, SendDrainsTheLogOfAChildThatPrintsBeforeReading) {
   // pipe. Without draining the log during send, both would wait for ever.
   WorkerProcess worker = start_echo({{"KBV_TEST_FLOOD_AT_START", std::to_string(8u << 20)}});
   const auto large = pattern(32u << 20);
-  const Bytes blobs[] = {large};
+  const ipc::Bytes blobs[] = {large};
   worker.send({{"op", "echo"}}, blobs, Clock::now() + 30s);
   Received r = worker.receive(Clock::now() + 30s);
   ASSERT_EQ(r.status, Received::Status::message) << r.error;
@@ -248,15 +248,15 @@ TEST(WorkerProcess, ChildGetsDevNullStdinTheChannelAndNoOtherFds) {
 TEST(WorkerProcess, SendToAChildThatExitedIsChannelClosed) {
   WorkerProcess worker = start_sh("exit 0");
   worker.wait();
-  EXPECT_THROW(worker.send({{"op", "echo"}}), ChannelClosed);
+  EXPECT_THROW(worker.send({{"op", "echo"}}), ipc::ChannelClosed);
 }
 
 TEST(WorkerProcess, SendTimesOutWhenTheChildDoesNotRead) {
   WorkerProcess worker = start_sh("exec sleep 1000");
   const auto large = pattern(16u << 20);
-  const Bytes blobs[] = {large};
+  const ipc::Bytes blobs[] = {large};
   EXPECT_THROW(worker.send({{"op", "echo"}}, blobs, Clock::now() + 200ms), ChannelTimeout);
-  EXPECT_THROW(worker.send({{"op", "echo"}}), ChannelClosed);  // the half-sent frame broke the stream
+  EXPECT_THROW(worker.send({{"op", "echo"}}), ipc::ChannelClosed);  // the half-sent frame broke the stream
 }
 
 TEST(WorkerProcess, StartRejectsBadArgumentsAndReportsExecFailure) {
@@ -319,11 +319,11 @@ TEST(WorkerProcess, DestructorKillsAndReapsAndMovesTransferOwnership) {
 }
 
 }  // namespace
-}  // namespace kbv::worker
+}  // namespace kbv::process
 
 int main(int argc, char** argv) {
   if (const char* mode = std::getenv("KBV_TEST_CHILD"); mode != nullptr && std::string(mode) == "echo")
-    return kbv::worker::run_echo_worker();
+    return kbv::process::run_echo_worker();
   testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }

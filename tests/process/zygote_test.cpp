@@ -1,7 +1,7 @@
 // The zygote of the real kbv binary (Python and torch imported once) forking real reference
 // workers: each is this process's child (waited, killed, reaped like a started one), gets its own
 // environment, and serves the worker protocol.
-#include "kbv/worker/zygote.h"
+#include "kbv/process/zygote.h"
 
 #include <gtest/gtest.h>
 
@@ -21,11 +21,11 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "kbv/ipc/commands.h"
 #include "kbv/protocol/protocol.h"
-#include "kbv/worker/commands.h"
 #include "support/scoped_environment.h"
 
-namespace kbv::worker {
+namespace kbv::process {
 namespace {
 
 using namespace std::chrono_literals;
@@ -44,7 +44,7 @@ nlohmann::json request(WorkerProcess& worker, const nlohmann::json& command) {
 }
 
 nlohmann::json load_problem(WorkerProcess& worker, const fs::path& problem) {
-  return request(worker, commands::message(commands::Load{
+  return request(worker, ipc::commands::message(ipc::commands::Load{
                              problem.string(), "", "cpu", protocol::to_json(protocol::preset("verified")), nullptr}));
 }
 
@@ -98,7 +98,7 @@ TEST(Zygote, ForkedWorkerIsOurChildWithItsOwnEnvironmentAndServes) {
   EXPECT_EQ(self, worker.pid());
   EXPECT_EQ(python_value, "lane-7");
   EXPECT_EQ(c_value, "lane-7");
-  EXPECT_EQ(request(worker, commands::message(commands::Exit{})).value("status", ""), "ok");
+  EXPECT_EQ(request(worker, ipc::commands::message(ipc::commands::Exit{})).value("status", ""), "ok");
   const ExitStatus status = worker.wait();
   EXPECT_FALSE(status.signaled);
   EXPECT_EQ(status.code, 0);
@@ -125,7 +125,7 @@ with open(os.environ["KBV_TEST_OUT"], "w") as out:
   WorkerProcess worker = zygote->spawn("reference", {{"KBV_TEST_OUT", out.string()}});
   const nlohmann::json loaded = load_problem(worker, problem);
   EXPECT_EQ(loaded.value("status", ""), "ok") << loaded.dump();
-  request(worker, commands::message(commands::Exit{}));
+  request(worker, ipc::commands::message(ipc::commands::Exit{}));
   worker.wait();
   std::ifstream seen(out);
   return std::string(std::istreambuf_iterator<char>(seen), {});
@@ -189,7 +189,7 @@ TEST(Zygote, ALaterWorkerInheritsNothingOfAnEarlierOnesRequest) {
   const std::string secret = std::string(4000, 'q') + marker;
   {
     WorkerProcess first = shared_zygote()->spawn("reference", {{"KBV_TEST_SECRET", secret}});
-    EXPECT_EQ(request(first, commands::message(commands::Exit{})).value("status", ""), "ok");
+    EXPECT_EQ(request(first, ipc::commands::message(ipc::commands::Exit{})).value("status", ""), "ok");
     first.wait();
   }
   const std::string own = "kbv-own-request-" + std::to_string(getpid());
@@ -197,7 +197,7 @@ TEST(Zygote, ALaterWorkerInheritsNothingOfAnEarlierOnesRequest) {
   request(second, {{"cmd", "ping"}});  // it serves: its environment is set
   EXPECT_TRUE(memory_holds(second.pid(), own)) << "the scan does not see the worker's own environment";
   EXPECT_FALSE(memory_holds(second.pid(), marker)) << "an earlier worker's request is in a later worker's memory";
-  request(second, commands::message(commands::Exit{}));
+  request(second, ipc::commands::message(ipc::commands::Exit{}));
   second.wait();
 }
 
@@ -215,7 +215,7 @@ TEST(Zygote, SpawnsFromManyThreadsAtOnce) {
   for (std::size_t i = 0; i < codes.size(); ++i) {
     threads.emplace_back([&, i] {
       WorkerProcess worker = shared_zygote()->spawn(i % 2 ? "candidate" : "reference", {});
-      worker.send(commands::message(commands::Exit{}), {}, std::chrono::steady_clock::now() + 60s);
+      worker.send(ipc::commands::message(ipc::commands::Exit{}), {}, std::chrono::steady_clock::now() + 60s);
       worker.receive(std::chrono::steady_clock::now() + 60s);
       codes[i] = worker.wait().code;
     });
@@ -234,4 +234,4 @@ TEST(Zygote, ItsStartFailureIsNamedWithItsOutput) {
 }
 
 }  // namespace
-}  // namespace kbv::worker
+}  // namespace kbv::process

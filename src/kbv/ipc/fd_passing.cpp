@@ -1,4 +1,4 @@
-#include "kbv/worker/fd_passing.h"
+#include "kbv/ipc/fd_passing.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -7,10 +7,10 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "kbv/common/deadline.h"
 #include "kbv/common/syscall.h"
-#include "kbv/worker/worker_process.h"
 
-namespace kbv::worker {
+namespace kbv::ipc {
 
 void send_fds(int socket, std::string_view text, std::span<const int> fds) {
   if (fds.size() > kMaxPassedFds) throw std::invalid_argument("send_fds: more than kMaxPassedFds files");
@@ -77,4 +77,4 @@ PassedFds receive_fds(int socket, std::chrono::steady_clock::time_point deadline
   return received;
 }
 
-}  // namespace kbv::worker
+}  // namespace kbv::ipc

@@ -5,7 +5,7 @@
 // as a value (Received, ExitStatus) or is cut off by a deadline.
 #pragma once
 
-#include "kbv/worker/channel.h"
+#include "kbv/ipc/channel.h"
 
 #include <chrono>
 #include <cstddef>
@@ -18,19 +18,7 @@
 
 #include <sys/types.h>
 
-namespace kbv::worker {
-
-// The fds at which a child started with inherited fds finds them: the first at kInheritedFd (a
-// worker's output region, the zygote's socket), the second after it (a worker's socket for open
-// files, kFileSocketFd), the third a sandboxed candidate worker's build folder (kBuildFolderFd,
-// sandbox/build_folder.h).
-inline constexpr int kInheritedFd = 5;
-inline constexpr int kMaxInheritedFds = 3;
-inline constexpr int kFileSocketFd = kInheritedFd + 1;
-inline constexpr int kBuildFolderFd = kInheritedFd + 2;
-
-// poll()'s timeout for a wait until `deadline`: -1 (none) for time_point::max(), 0 once it passed.
-int poll_timeout_ms(std::chrono::steady_clock::time_point now, std::chrono::steady_clock::time_point deadline);
+namespace kbv::process {
 
 // Whether this process has one thread (WorkerProcess::start_forked's condition).
 bool single_threaded();
@@ -53,7 +41,7 @@ struct Received {
   // malformed: the child wrote bytes that are not a frame (error says how); the result stream is
   // unusable afterwards. An untrusted worker can do that on purpose, so it is a value, not a throw.
   enum class Status { message, timeout, closed, malformed } status;
-  Message message;    // set when status == message
+  ipc::Message message;    // set when status == message
   std::string error;  // set when status == closed (which EOF) or malformed
 };
 
@@ -90,11 +78,11 @@ class WorkerProcess {
   // see. Throws std::logic_error from a process of several threads, else as start() does.
   static WorkerProcess start_forked(const std::function<int()>& body, std::size_t log_tail_bytes = 64 * 1024,
                                     std::span<const int> inherited = {});
-  // For a worker that another process forks (worker/zygote.h): the pipes, with the parent's ends in
+  // For a worker that another process forks (process/zygote.h): the pipes, with the parent's ends in
   // the returned handle and the child's ends (command read, result write, log write) in `child`.
   // attach() then names the child, which must be a child of this process (a subreaper) by then.
   struct ChildEnds {
-    UniqueFd command, result, log;
+    ipc::UniqueFd command, result, log;
   };
   static WorkerProcess prepare(ChildEnds& child, std::size_t log_tail_bytes = 64 * 1024);
   void attach(pid_t pid);
@@ -103,7 +91,7 @@ class WorkerProcess {
   // otherwise never read its command). Throws ChannelClosed if the child is gone, ChannelTimeout if
   // `deadline` passes first. Pass a deadline for any untrusted child: one that stops reading would
   // otherwise block this call for ever.
-  void send(const nlohmann::json& header, std::span<const Bytes> blobs = {},
+  void send(const nlohmann::json& header, std::span<const ipc::Bytes> blobs = {},
             std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
   // Waits for the next message until `deadline`, draining the log pipe meanwhile. timeout: the
@@ -131,7 +119,7 @@ class WorkerProcess {
   WorkerProcess& operator=(const WorkerProcess&) = delete;
 
  private:
-  WorkerProcess(pid_t pid, Channel channel, UniqueFd log, std::size_t log_tail_bytes);
+  WorkerProcess(pid_t pid, ipc::Channel channel, ipc::UniqueFd log, std::size_t log_tail_bytes);
   // start() and start_forked(): exec `argv`, or run `body` when it is given.
   static WorkerProcess spawn(const std::vector<std::string>& argv,
                              const std::vector<std::pair<std::string, std::string>>& env_overrides,
@@ -143,11 +131,11 @@ class WorkerProcess {
   pid_t pid_ = -1;
   bool reaped_ = false;
   ExitStatus exit_status_;
-  Channel channel_{-1, -1};
-  UniqueFd log_;
+  ipc::Channel channel_{-1, -1};
+  ipc::UniqueFd log_;
   std::string log_tail_;
   std::size_t log_tail_bytes_ = 0;
   std::size_t log_drain_budget_ = 2u << 20;  // bytes one drain_log() call may read
 };
 
-}  // namespace kbv::worker
+}  // namespace kbv::process

@@ -9,18 +9,18 @@
 #include <cerrno>
 
 #include "kbv/common/syscall.h"
-#include "kbv/worker/channel.h"
+#include "kbv/ipc/channel.h"
 
-namespace kbv::worker::pipes {
+namespace kbv::process::pipes {
 
 struct Pipe {
-  UniqueFd read, write;
+  ipc::UniqueFd read, write;
 };
 
 inline Pipe make_pipe() {
   int fds[2];
   KBV_SYSCALL(pipe2(fds, O_CLOEXEC));  // close-on-exec: no other child we start inherits these
-  return {UniqueFd(fds[0]), UniqueFd(fds[1])};
+  return {ipc::UniqueFd(fds[0]), ipc::UniqueFd(fds[1])};
 }
 
 inline void set_nonblocking(int fd) {
@@ -53,4 +53,4 @@ auto retry_eintr(F call) {
   return result;
 }
 
-}  // namespace kbv::worker::pipes
+}  // namespace kbv::process::pipes

@@ -24,9 +24,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kbv/worker/worker_process.h"
+#include "kbv/process/worker_process.h"
 
-namespace kbv::worker {
+namespace kbv::process {
 
 // The zygote could not make a worker (it is gone, or did not answer in time); `what()` says why.
 struct ZygoteFailed : std::runtime_error {
@@ -38,7 +38,7 @@ class Zygote {
   // A zygote's process, started (begin) and not yet known to have imported torch (ready).
   struct Starting {
     WorkerProcess process;
-    UniqueFd socket;
+    ipc::UniqueFd socket;
   };
 
   // Starts `executable worker --role zygote --python python`; with `forked` (run_zygote, which
@@ -68,7 +68,7 @@ class Zygote {
   // packages (python::search_paths()).
   const std::vector<std::string>& python_paths() const { return python_paths_; }
 
-  Zygote(WorkerProcess process, UniqueFd socket, std::vector<std::string> python_paths)
+  Zygote(WorkerProcess process, ipc::UniqueFd socket, std::vector<std::string> python_paths)
       : process_(std::move(process)), socket_(std::move(socket)), python_paths_(std::move(python_paths)) {}
 
  private:
@@ -76,13 +76,8 @@ class Zygote {
   bool broken_ = false;  // a request failed: the socket's replies can no longer be matched
   std::string broken_reason_;
   WorkerProcess process_;
-  UniqueFd socket_;  // SOCK_SEQPACKET: one request (JSON, the worker's pipes and inherited fds), one reply (JSON) each
+  ipc::UniqueFd socket_;  // SOCK_SEQPACKET: one request (JSON, the worker's pipes and inherited fds), one reply (JSON) each
   std::vector<std::string> python_paths_;
 };
 
-// The zygote's side, `kbv worker --role zygote`: starts the interpreter, then forks a worker for
-// every request on kInheritedFd until the parent closes it. Returns in the zygote (exit code);
-// a forked worker never returns from it.
-int run_zygote(const std::string& python_executable);
-
-}  // namespace kbv::worker
+}  // namespace kbv::process

@@ -1,4 +1,4 @@
-#include "kbv/worker/shared_region.h"
+#include "kbv/ipc/shared_region.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -15,9 +15,9 @@
 #include <cuda_runtime_api.h>
 
 #include "kbv/common/syscall.h"
-#include "kbv/worker/tensor_codec.h"
+#include "kbv/ipc/tensor_codec.h"
 
-namespace kbv::worker {
+namespace kbv::ipc {
 
 namespace {
 
@@ -148,4 +148,4 @@ at::Tensor SharedRegion::view(const std::shared_ptr<const SharedRegion>& region,
   return wrap(meta, data, bytes, [region](void*) {});
 }
 
-}  // namespace kbv::worker
+}  // namespace kbv::ipc

@@ -1,11 +1,11 @@
-#include "kbv/worker/tensor_codec.h"
+#include "kbv/ipc/tensor_codec.h"
 
 #include <stdexcept>
 #include <string>
 
 #include <ATen/ATen.h>
 
-namespace kbv::worker {
+namespace kbv::ipc {
 
 std::span<const std::byte> EncodedTensor::bytes() const {
   return {static_cast<const std::byte*>(cpu.const_data_ptr()), static_cast<size_t>(cpu.nbytes())};
@@ -55,4 +55,4 @@ at::Tensor decode(const nlohmann::json& meta, std::vector<std::byte>&& blob) {
   return wrap(meta, owned->data(), owned->size(), [owned](void*) { delete owned; });
 }
 
-}  // namespace kbv::worker
+}  // namespace kbv::ipc

@@ -32,9 +32,9 @@
 #include <ATen/core/Tensor.h>
 #include <nlohmann/json.hpp>
 
-#include "kbv/worker/channel.h"
+#include "kbv/ipc/channel.h"
 
-namespace kbv::worker {
+namespace kbv::ipc {
 
 class SharedRegion {
  public:
@@ -47,7 +47,7 @@ class SharedRegion {
   // Worker side: the region the parent passed at `fd`, mapped read-write, or nullptr when `fd` is
   // not one (a worker started without a region sends every tensor as a blob).
   static std::unique_ptr<SharedRegion> open_inherited(int fd);
-  // The reference's worker: a candidate's region the parent handed over (worker/fd_passing.h),
+  // The reference's worker: a candidate's region the parent handed over (ipc/fd_passing.h),
   // mapped read-only as the parent maps it. Throws std::runtime_error when `fd` is not a region.
   static std::shared_ptr<const SharedRegion> open_received(UniqueFd fd);
 
@@ -87,4 +87,4 @@ class SharedRegion {
   bool pin_failed_ = false;
 };
 
-}  // namespace kbv::worker
+}  // namespace kbv::ipc

@@ -22,7 +22,7 @@
 
 #include <sys/uio.h>
 
-namespace kbv::worker {
+namespace kbv::ipc {
 
 using Bytes = std::span<const std::byte>;
 
@@ -137,8 +137,6 @@ class Channel {
 };
 
 // The worker (child) side: WorkerProcess passes the channel on fixed fds.
-inline constexpr int kCommandFd = 3;  // child reads commands here
-inline constexpr int kResultFd = 4;   // child writes results here
 
 // Every reply carries the nonce of the command it answers (the parent draws one per command): a
 // frame that the candidate's code wrote to the result fd ahead of the worker cannot answer a
@@ -149,4 +147,4 @@ inline constexpr const char* kNonceField = "nonce";
 // or any other program the worker starts cannot read commands or forge results.
 Channel open_worker_channel();
 
-}  // namespace kbv::worker
+}  // namespace kbv::ipc

@@ -1,7 +1,7 @@
 // Starting a worker (worker_process.h): its pipes and inherited fds set up, then fork (or clone into
 // new namespaces) and exec, or a forked body run in place of exec. After fork in a multithreaded
 // parent the child makes only async-signal-safe calls.
-#include "kbv/worker/worker_process.h"
+#include "kbv/process/worker_process.h"
 
 #include <cerrno>
 #include <climits>
@@ -19,21 +19,22 @@
 #include <unistd.h>
 
 #include "kbv/common/syscall.h"
-#include "kbv/worker/worker_pipes.h"
+#include "kbv/ipc/worker_fds.h"
+#include "kbv/process/worker_pipes.h"
 
 extern char** environ;
 
-namespace kbv::worker {
+namespace kbv::process {
 namespace {
 
 using namespace pipes;
 
 // The first fd above every fd a child's dup2 calls target (0..kInheritedFd + kMaxInheritedFds - 1).
-constexpr int kFirstFreeFd = kInheritedFd + kMaxInheritedFds;
+constexpr int kFirstFreeFd = ipc::kInheritedFd + ipc::kMaxInheritedFds;
 
 // Moves a child-side fd above the targets, so the child's dup2 calls can never overwrite the source
 // of a later dup2, and never find source == target (which would keep O_CLOEXEC set).
-UniqueFd above_std_fds(UniqueFd fd) { return UniqueFd(KBV_SYSCALL(fcntl(fd.get(), F_DUPFD_CLOEXEC, kFirstFreeFd))); }
+ipc::UniqueFd above_std_fds(ipc::UniqueFd fd) { return ipc::UniqueFd(KBV_SYSCALL(fcntl(fd.get(), F_DUPFD_CLOEXEC, kFirstFreeFd))); }
 
 std::vector<std::string> merged_environment(const std::vector<std::pair<std::string, std::string>>& overrides) {
   std::vector<std::string> env;
@@ -63,7 +64,7 @@ struct ChildPlan {
   char* const* envp;
   const std::function<int()>* body;
   int stdin_fd, log_fd, command_fd, result_fd, error_fd;
-  int inherited[kMaxInheritedFds];  // -1: none
+  int inherited[ipc::kMaxInheritedFds];  // -1: none
   int inherited_count;
   pid_t parent;
   int max_fd;
@@ -103,15 +104,15 @@ struct ChildFailure {
   setrlimit(RLIMIT_CORE, &no_core);
 
   if (dup2(plan.stdin_fd, 0) == -1 || dup2(plan.log_fd, 1) == -1 || dup2(plan.log_fd, 2) == -1 ||
-      dup2(plan.command_fd, kCommandFd) == -1 || dup2(plan.result_fd, kResultFd) == -1)
+      dup2(plan.command_fd, ipc::kCommandFd) == -1 || dup2(plan.result_fd, ipc::kResultFd) == -1)
     child_fail(plan.error_fd, kDup2);
   for (int i = 0; i < plan.inherited_count; ++i) {
-    if (plan.inherited[i] >= 0 && dup2(plan.inherited[i], kInheritedFd + i) == -1) child_fail(plan.error_fd, kDup2);
+    if (plan.inherited[i] >= 0 && dup2(plan.inherited[i], ipc::kInheritedFd + i) == -1) child_fail(plan.error_fd, kDup2);
   }
   // Close every inherited fd above the channel, whoever opened it (libraries do not all use
   // O_CLOEXEC). Without exec (a body) they go now, the error pipe too: its EOF tells the parent the
   // child is set up. Before exec the error pipe must survive until exec, so mark rather than close.
-  const int first_closed = kInheritedFd + plan.inherited_count;
+  const int first_closed = ipc::kInheritedFd + plan.inherited_count;
   if (plan.body) {
     if (close_range(first_closed, ~0u, 0) == -1) {
       for (int fd = first_closed; fd < plan.max_fd; ++fd) close(fd);
@@ -172,16 +173,16 @@ WorkerProcess WorkerProcess::spawn(const std::vector<std::string>& argv,
   WorkerPipes pipes;
   Pipe &command = pipes.command, &result = pipes.result, &log = pipes.log, error = make_pipe();
 
-  UniqueFd child_stdin = above_std_fds(UniqueFd(KBV_SYSCALL(open("/dev/null", O_RDONLY | O_CLOEXEC))));
-  UniqueFd child_log = above_std_fds(std::move(log.write));
-  UniqueFd child_command = above_std_fds(std::move(command.read));
-  UniqueFd child_result = above_std_fds(std::move(result.write));
-  UniqueFd child_error = above_std_fds(std::move(error.write));
-  if (inherited.size() > kMaxInheritedFds) throw std::invalid_argument("WorkerProcess::start: too many inherited fds");
-  UniqueFd child_inherited[kMaxInheritedFds];
-  static_assert(kMaxInheritedFds == 3, "the plan below names each inherited fd");
+  ipc::UniqueFd child_stdin = above_std_fds(ipc::UniqueFd(KBV_SYSCALL(open("/dev/null", O_RDONLY | O_CLOEXEC))));
+  ipc::UniqueFd child_log = above_std_fds(std::move(log.write));
+  ipc::UniqueFd child_command = above_std_fds(std::move(command.read));
+  ipc::UniqueFd child_result = above_std_fds(std::move(result.write));
+  ipc::UniqueFd child_error = above_std_fds(std::move(error.write));
+  if (inherited.size() > ipc::kMaxInheritedFds) throw std::invalid_argument("WorkerProcess::start: too many inherited fds");
+  ipc::UniqueFd child_inherited[ipc::kMaxInheritedFds];
+  static_assert(ipc::kMaxInheritedFds == 3, "the plan below names each inherited fd");
   for (std::size_t i = 0; i < inherited.size(); ++i) {
-    if (inherited[i] >= 0) child_inherited[i] = UniqueFd(KBV_SYSCALL(fcntl(inherited[i], F_DUPFD_CLOEXEC, kFirstFreeFd)));
+    if (inherited[i] >= 0) child_inherited[i] = ipc::UniqueFd(KBV_SYSCALL(fcntl(inherited[i], F_DUPFD_CLOEXEC, kFirstFreeFd)));
   }
   rlimit files{};
   KBV_SYSCALL(getrlimit(RLIMIT_NOFILE, &files));
@@ -224,10 +225,10 @@ WorkerProcess WorkerProcess::spawn(const std::vector<std::string>& argv,
                                 " in the child for " + (body ? "a forked body" : argv[0]));
   }
 
-  WorkerProcess process(pid, Channel(result.read.release(), command.write.release()), std::move(log.read),
+  WorkerProcess process(pid, ipc::Channel(result.read.release(), command.write.release()), std::move(log.read),
                         log_tail_bytes);
   process.log_drain_budget_ = 2 * static_cast<std::size_t>(pipes.log_capacity);
   return process;
 }
 
-}  // namespace kbv::worker
+}  // namespace kbv::process

@@ -1,6 +1,6 @@
 // Channel over real pipes: framing, large blobs written while the other end reads, EOF and malformed
 // frames, a dead reader. No mocks: every test moves bytes through the kernel.
-#include "kbv/worker/channel.h"
+#include "kbv/ipc/channel.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-namespace kbv::worker {
+namespace kbv::ipc {
 namespace {
 
 struct Pipe {
@@ -211,4 +211,4 @@ TEST(Channel, SendToAClosedReaderIsChannelClosedNotSigpipe) {
 }
 
 }  // namespace
-}  // namespace kbv::worker
+}  // namespace kbv::ipc

@@ -2,7 +2,7 @@
 // check moves no output through the host (issue "checks where the data is"): the candidate's
 // worker copies each into memory another process can map (CUDA's virtual memory management, an
 // allocation exportable as a POSIX file descriptor), sends the file to the parent over its file
-// socket (worker/fd_passing.h), and the parent hands it to the reference's worker, which maps it
+// socket (ipc/fd_passing.h), and the parent hands it to the reference's worker, which maps it
 // and compares there. CUDA's older IPC handles do not cross the sandbox's PID namespace; a file
 // descriptor does. The copy is made after the call returned, so the candidate cannot write to
 // what is compared but through its own process, as with the output region.
@@ -15,9 +15,9 @@
 #include <ATen/core/Tensor.h>
 #include <nlohmann/json.hpp>
 
-#include "kbv/worker/channel.h"
+#include "kbv/ipc/channel.h"
 
-namespace kbv::worker {
+namespace kbv::ipc {
 
 // Outputs from this size up are handed over on the device; smaller ones cost less through the host.
 inline constexpr std::int64_t kDeviceHandoffBytes = std::int64_t{4} << 20;
@@ -32,4 +32,4 @@ std::optional<std::pair<nlohmann::json, UniqueFd>> export_to_device_file(const a
 // cannot be (not such a file, a size that does not hold the tensor).
 at::Tensor import_device_file(UniqueFd file, const nlohmann::json& meta, int device);
 
-}  // namespace kbv::worker
+}  // namespace kbv::ipc

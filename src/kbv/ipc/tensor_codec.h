@@ -11,7 +11,7 @@
 #include <ATen/core/Tensor.h>
 #include <nlohmann/json.hpp>
 
-namespace kbv::worker {
+namespace kbv::ipc {
 
 // A tensor prepared for sending: `cpu` owns the bytes `bytes()` points into.
 struct EncodedTensor {
@@ -43,4 +43,4 @@ at::Tensor wrap(const nlohmann::json& meta, void* data, std::uint64_t bytes, std
 // Builds a CPU tensor from `meta` and takes ownership of `blob`'s bytes (no copy).
 at::Tensor decode(const nlohmann::json& meta, std::vector<std::byte>&& blob);
 
-}  // namespace kbv::worker
+}  // namespace kbv::ipc

@@ -1,5 +1,5 @@
 // The parent's side of the zygote (zygote.h); the zygote's own side is zygote_main.cpp.
-#include "kbv/worker/zygote.h"
+#include "kbv/process/zygote.h"
 
 #include <poll.h>
 #include <sys/prctl.h>
@@ -12,10 +12,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kbv/common/deadline.h"
 #include "kbv/common/syscall.h"
-#include "kbv/worker/fd_passing.h"
+#include "kbv/ipc/fd_passing.h"
 
-namespace kbv::worker {
+namespace kbv::process {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -52,7 +53,7 @@ Zygote::Starting Zygote::begin(const std::string& executable, const std::string&
   KBV_SYSCALL(prctl(PR_SET_CHILD_SUBREAPER, 1));
   int pair[2];
   KBV_SYSCALL(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair));
-  UniqueFd ours(pair[0]), theirs(pair[1]);
+  ipc::UniqueFd ours(pair[0]), theirs(pair[1]);
   const int inherited[] = {theirs.get()};
   WorkerProcess process =
       forked && single_threaded()
@@ -86,7 +87,7 @@ WorkerProcess Zygote::spawn(const std::string& role, const std::vector<std::pair
   if (broken_) throw ZygoteFailed("the zygote failed earlier: " + broken_reason_);
   try {
     try {
-      send_fds(socket_.get(), request.dump(), fds);
+      ipc::send_fds(socket_.get(), request.dump(), fds);
     } catch (const std::system_error& failed) {
       throw ZygoteFailed(std::string("cannot reach the zygote: ") + failed.what());
     }
@@ -102,4 +103,4 @@ WorkerProcess Zygote::spawn(const std::string& role, const std::vector<std::pair
   return process;
 }
 
-}  // namespace kbv::worker
+}  // namespace kbv::process

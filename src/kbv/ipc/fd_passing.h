@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "kbv/worker/channel.h"
+#include "kbv/ipc/channel.h"
 
-namespace kbv::worker {
+namespace kbv::ipc {
 
 // One datagram: `text` and `fds` (at most kMaxPassedFds). Throws std::system_error.
 void send_fds(int socket, std::string_view text, std::span<const int> fds);
@@ -28,4 +28,4 @@ struct PassedFds {
 // The next datagram until `deadline` (time_point::max(): no deadline). Throws std::system_error.
 PassedFds receive_fds(int socket, std::chrono::steady_clock::time_point deadline);
 
-}  // namespace kbv::worker
+}  // namespace kbv::ipc

@@ -11,17 +11,17 @@
 #include <ATen/ATen.h>
 
 #include "kbv/check/comparison.h"
+#include "kbv/ipc/commands.h"
+#include "kbv/ipc/shared_region.h"
+#include "kbv/ipc/tensor_codec.h"
 #include "kbv/protocol/protocol.h"
-#include "kbv/worker/commands.h"
-#include "kbv/worker/shared_region.h"
-#include "kbv/worker/tensor_codec.h"
 
 namespace kbv::eval {
 namespace {
 
 using namespace std::chrono_literals;
-namespace commands = worker::commands;
-using worker::commands::message;
+namespace commands = ipc::commands;
+using ipc::commands::message;
 
 WorkerLaunch launch() { return {.executable = KBV_BINARY, .python = KBV_PYTHON}; }
 
@@ -42,7 +42,7 @@ TEST(WorkerClient, APostedFailureIsThrownByTheNextRequestOnly) {
     worker.request(message(commands::Device{"cpu", nullptr}), 60s);
     ADD_FAILURE() << "the posted command's failure was lost";
   } catch (const WorkerFailed& failed) {
-    EXPECT_EQ(failed.kind, kbv::worker::FailureKind::internal);
+    EXPECT_EQ(failed.kind, kbv::ipc::FailureKind::internal);
     EXPECT_NE(std::string(failed.what()).find("tpu"), std::string::npos) << failed.what();
   }
   // Thrown once: the worker itself is fine and answers the next request.
@@ -115,16 +115,16 @@ TEST(WorkerClient, TheReferencesWorkerComparesOutputsAsTheHostDoes) {
   ASSERT_EQ(rms.size(), 1u);
   EXPECT_DOUBLE_EQ(rms[0], check::finite_rms(r));
 
-  const std::shared_ptr<worker::SharedRegion> region = worker::SharedRegion::create();  // as a candidate's
-  const std::unique_ptr<worker::SharedRegion> candidate_side =
-      worker::SharedRegion::open_inherited(fcntl(region->fd(), F_DUPFD_CLOEXEC, 0));
+  const std::shared_ptr<ipc::SharedRegion> region = ipc::SharedRegion::create();  // as a candidate's
+  const std::unique_ptr<ipc::SharedRegion> candidate_side =
+      ipc::SharedRegion::open_inherited(fcntl(region->fd(), F_DUPFD_CLOEXEC, 0));
   ASSERT_NE(candidate_side, nullptr);
   for (const at::Tensor& x : {r.clone(), r + 1e-3 * at::randn_like(r), at::zeros_like(r), r.reshape({-1})}) {
     for (const bool scaled : {true, false}) {
       const check::OutputComparison host = check::compare_outputs({x}, {r}, rms, scaled, verified.atol, verified.rtol);
       nlohmann::json command = message(commands::Compare{draw, rms, scaled, verified.atol, verified.rtol, nlohmann::json::array()});
       Attachments as_blob;
-      as_blob.tensors.push_back(worker::encode(x));
+      as_blob.tensors.push_back(ipc::encode(x));
       command["outputs"] = {as_blob.tensors.back().meta};
       const auto by_blob = check::comparison_from_json(worker.request(command, 60s, Outputs::owned, as_blob).header.at("comparison"));
       candidate_side->begin_command();

@@ -1,6 +1,7 @@
-#include "kbv/worker/channel.h"
+#include "kbv/ipc/channel.h"
 
 #include "kbv/common/syscall.h"
+#include "kbv/ipc/worker_fds.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -14,7 +15,7 @@
 #include <poll.h>
 #include <unistd.h>
 
-namespace kbv::worker {
+namespace kbv::ipc {
 namespace {
 
 // Blob memory is committed (zero-filled) this much ahead of the bytes read into it.
@@ -315,4 +316,4 @@ Channel open_worker_channel() {
   return Channel(kCommandFd, kResultFd);
 }
 
-}  // namespace kbv::worker
+}  // namespace kbv::ipc

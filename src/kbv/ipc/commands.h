@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace kbv::worker::commands {
+namespace kbv::ipc::commands {
 
 // The candidate's text, read by the static screen before anything of it runs.
 struct Screen {
@@ -177,4 +177,4 @@ Command read(const nlohmann::json& header) {
   return header.get<Command>();
 }
 
-}  // namespace kbv::worker::commands
+}  // namespace kbv::ipc::commands

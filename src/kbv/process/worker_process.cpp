@@ -1,7 +1,7 @@
 // A worker as the parent holds it (worker_process.h): its pipes, its log drained into a bounded
 // tail, sends and receives with deadlines, kill and wait of its whole group. Starting one is
 // worker_spawn.cpp's.
-#include "kbv/worker/worker_process.h"
+#include "kbv/process/worker_process.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -14,20 +14,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kbv/common/deadline.h"
 #include "kbv/common/syscall.h"
-#include "kbv/worker/worker_pipes.h"
+#include "kbv/process/worker_pipes.h"
 
-namespace kbv::worker {
+namespace kbv::process {
 
 using namespace pipes;
 using Clock = std::chrono::steady_clock;
-
-int poll_timeout_ms(Clock::time_point now, Clock::time_point deadline) {
-  if (deadline == Clock::time_point::max()) return -1;
-  if (now >= deadline) return 0;
-  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
-  return static_cast<int>(std::min<decltype(ms)>(ms, INT_MAX));
-}
 
 std::string ExitStatus::describe() const {
   if (!signaled) return "exited with code " + std::to_string(code);
@@ -39,7 +33,7 @@ std::string ExitStatus::describe() const {
 WorkerProcess WorkerProcess::prepare(ChildEnds& child, std::size_t log_tail_bytes) {
   WorkerPipes pipes;
   child = {std::move(pipes.command.read), std::move(pipes.result.write), std::move(pipes.log.write)};
-  WorkerProcess process(-1, Channel(pipes.result.read.release(), pipes.command.write.release()),
+  WorkerProcess process(-1, ipc::Channel(pipes.result.read.release(), pipes.command.write.release()),
                         std::move(pipes.log.read), log_tail_bytes);
   process.log_drain_budget_ = 2 * static_cast<std::size_t>(pipes.log_capacity);
   return process;
@@ -50,7 +44,7 @@ void WorkerProcess::attach(pid_t pid) {
   pid_ = pid;
 }
 
-WorkerProcess::WorkerProcess(pid_t pid, Channel channel, UniqueFd log, std::size_t log_tail_bytes)
+WorkerProcess::WorkerProcess(pid_t pid, ipc::Channel channel, ipc::UniqueFd log, std::size_t log_tail_bytes)
     : pid_(pid), channel_(std::move(channel)), log_(std::move(log)), log_tail_bytes_(log_tail_bytes) {}
 
 WorkerProcess::WorkerProcess(WorkerProcess&& other) noexcept { *this = std::move(other); }
@@ -102,7 +96,7 @@ void WorkerProcess::drain_log() {
   }
 }
 
-void WorkerProcess::send(const nlohmann::json& header, std::span<const Bytes> blobs, Clock::time_point deadline) {
+void WorkerProcess::send(const nlohmann::json& header, std::span<const ipc::Bytes> blobs, Clock::time_point deadline) {
   channel_.begin_send(header, blobs);
   while (!channel_.send_some()) {  // throws ChannelClosed on EPIPE
     const auto now = Clock::now();
@@ -134,10 +128,10 @@ Received WorkerProcess::receive(Clock::time_point deadline) {
           drain_log();
           return {Received::Status::message, std::move(*message), {}};
         }
-      } catch (const ChannelClosed& e) {
+      } catch (const ipc::ChannelClosed& e) {
         drain_log();
         return {Received::Status::closed, {}, e.what()};
-      } catch (const ProtocolError& e) {
+      } catch (const ipc::ProtocolError& e) {
         drain_log();
         return {Received::Status::malformed, {}, e.what()};
       }
@@ -182,4 +176,4 @@ ExitStatus WorkerProcess::wait() {
   return exit_status_;
 }
 
-}  // namespace kbv::worker
+}  // namespace kbv::process
