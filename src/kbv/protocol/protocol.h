@@ -37,8 +37,8 @@ struct Timing {
   double warmup_max_seconds = 1.0;
   // The GPU is kept busy (a spin kernel) before each timed call's start event, so that the host's
   // launch of the call is not inside the timed region: at least launch_cover_seconds, and after the
-  // warm-up as long as the side's own host path measured there (its 90th percentile, a quarter
-  // more), up to launch_cover_max_seconds. Both sides by the same rule: a slow host puts no device
+  // warm-up as long as the side's own host path measured there (twice its 90th percentile), up to
+  // launch_cover_max_seconds. Both sides by the same rule: a slow host puts no device
   // idle time into either side's figure (PROTOCOL.md, "Timing").
   double launch_cover_seconds = 100e-6;
   double launch_cover_max_seconds = 5e-3;
