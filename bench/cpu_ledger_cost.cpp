@@ -25,11 +25,12 @@ int main(int argc, char** argv) {
       ledger.enter_call();
       ledger.leave_call();
     }
-    per_span_ns.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - begun).count() / kSpans);
+    per_span_ns.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - begun).count() /
+                          kSpans);
   }
   const double span_ns = kbv::measure::median(per_span_ns);
-  std::printf("cpu ledger: one call's span %.0f ns (median of %d blocks of %d; fastest %.0f)\n", span_ns, kBlocks, kSpans,
-              *std::min_element(per_span_ns.begin(), per_span_ns.end()));
+  std::printf("cpu ledger: one call's span %.0f ns (median of %d blocks of %d; fastest %.0f)\n", span_ns, kBlocks,
+              kSpans, *std::min_element(per_span_ns.begin(), per_span_ns.end()));
   if (argc < 2) return 0;
   std::ifstream in(argv[1]);
   const nlohmann::json record = nlohmann::json::parse(in);

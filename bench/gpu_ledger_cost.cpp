@@ -87,13 +87,14 @@ void run(const char* name, const at::Tensor& input, const std::function<at::Tens
     open.calls = totals["timed_calls"];
   }
   using kbv::measure::median;
-  std::printf("%-8s device %.2f us closed, %.2f us open (%+.2f%%); host per cycle %.1f us closed, %.1f us open (%+.1f us); "
-              "charging %.2f us per cycle; last block: %ld calls, outside %.2f us of %.1f us of windows, %ld covers missing, "
-              "%ld launches unseen\n",
-              name, median(closed.device) * 1e6, median(open.device) * 1e6,
-              100 * (median(open.device) / median(closed.device) - 1), median(closed.host) * 1e6, median(open.host) * 1e6,
-              (median(open.host) - median(closed.host)) * 1e6, median(open.charge) * 1e6, open.calls, open.outside * 1e6,
-              open.windows * 1e6, open.covers_missing, open.unknown);
+  std::printf(
+      "%-8s device %.2f us closed, %.2f us open (%+.2f%%); host per cycle %.1f us closed, %.1f us open (%+.1f us); "
+      "charging %.2f us per cycle; last block: %ld calls, outside %.2f us of %.1f us of windows, %ld covers missing, "
+      "%ld launches unseen\n",
+      name, median(closed.device) * 1e6, median(open.device) * 1e6,
+      100 * (median(open.device) / median(closed.device) - 1), median(closed.host) * 1e6, median(open.host) * 1e6,
+      (median(open.host) - median(closed.host)) * 1e6, median(open.charge) * 1e6, open.calls, open.outside * 1e6,
+      open.windows * 1e6, open.covers_missing, open.unknown);
 }
 
 }  // namespace
@@ -122,9 +123,11 @@ int main(int argc, char** argv) {
                 kbv::measure::median(std::vector<double>(opens.begin() + 1, opens.end())) * 1e3,
                 kbv::measure::median(closes) * 1e3);
   }
-  run("relu", x, [&] { return at::relu(x); }, blocks);
+  run(
+      "relu", x, [&] { return at::relu(x); }, blocks);
   at::globalContext().setAllowTF32CuBLAS(true);
   const at::Tensor a = at::rand({4096, 4096}, cuda), b = at::rand({4096, 4096}, cuda);
-  run("matmul", a, [&] { return at::matmul(a, b); }, blocks);
+  run(
+      "matmul", a, [&] { return at::matmul(a, b); }, blocks);
   return 0;
 }

@@ -42,7 +42,8 @@ void measure(const char* what, const std::function<void()>& op, const std::funct
   }
   const double base = kbv::measure::median(off);
   std::printf("| %s | %.0f | %.0f (+%.0f) | %.0f (+%.0f) |\n", what, base, kbv::measure::median(registered),
-              kbv::measure::median(registered) - base, kbv::measure::median(recording), kbv::measure::median(recording) - base);
+              kbv::measure::median(registered) - base, kbv::measure::median(recording),
+              kbv::measure::median(recording) - base);
 }
 
 }  // namespace
@@ -52,12 +53,15 @@ int main(int argc, char** argv) {
   std::printf("ns per op, median of 15 blocks of %d ops each\n\n", ops);
   std::printf("| op | no recorder | registered | recording |\n|---|---|---|---|\n");
   at::Tensor a = at::ones({4}), b = at::ones({4}), out = at::empty({4});
-  measure("CPU at::add_out, 4 floats", [&] { at::add_out(out, a, b); }, [] {}, ops);
-  measure("CPU at::empty, 4 floats", [&] { at::empty({4}); }, [] {}, ops);
+  measure(
+      "CPU at::add_out, 4 floats", [&] { at::add_out(out, a, b); }, [] {}, ops);
+  measure(
+      "CPU at::empty, 4 floats", [&] { at::empty({4}); }, [] {}, ops);
   if (at::hasCUDA()) {
     at::Tensor ga = a.cuda(), gb = b.cuda(), gout = out.cuda();
     const auto drain = [] { at::cuda::getCurrentCUDAStream().synchronize(); };
-    measure("CUDA at::add_out launch, 4 floats", [&] { at::add_out(gout, ga, gb); }, drain, ops);
+    measure(
+        "CUDA at::add_out launch, 4 floats", [&] { at::add_out(gout, ga, gb); }, drain, ops);
   }
   return 0;
 }

@@ -34,7 +34,9 @@ std::vector<FamilyFacts> families(const json& standard, const json& hidden = sou
   return {{"standard", standard}, {"normal", hidden}, {"shifted", hidden}, {"heavy", hidden}};
 }
 
-std::vector<AuditFinding> judge(const std::vector<FamilyFacts>& f) { return judge_audit(f, kVerified, kKernelbench, kMemoryShare); }
+std::vector<AuditFinding> judge(const std::vector<FamilyFacts>& f) {
+  return judge_audit(f, kVerified, kKernelbench, kMemoryShare);
+}
 
 const AuditFinding* named(const std::vector<AuditFinding>& findings, const std::string& id) {
   for (const AuditFinding& f : findings) {

@@ -17,11 +17,11 @@ TEST(ProcStat, FieldsByProcsNumbering) {
   const std::optional<ProcStat> self = ProcStat::read("self");
   ASSERT_TRUE(self);
   EXPECT_EQ(self->field(4), static_cast<unsigned long long>(getppid()));  // ppid
-  EXPECT_GT(*self->field(14) + *self->field(15), 0u);                      // utime + stime, in ticks
-  EXPECT_LT(*self->field(50), *self->field(51));                           // env_start < env_end
-  EXPECT_FALSE(self->field(3));    // the state is a letter, not a number
-  EXPECT_FALSE(self->field(2));    // the command's name is not a field here
-  EXPECT_FALSE(self->field(999));  // past the last
+  EXPECT_GT(*self->field(14) + *self->field(15), 0u);                     // utime + stime, in ticks
+  EXPECT_LT(*self->field(50), *self->field(51));                          // env_start < env_end
+  EXPECT_FALSE(self->field(3));                                           // the state is a letter, not a number
+  EXPECT_FALSE(self->field(2));                                           // the command's name is not a field here
+  EXPECT_FALSE(self->field(999));                                         // past the last
 }
 
 TEST(ProcStat, AProcessThatIsGoneHasNone) { EXPECT_FALSE(ProcStat::read("999999999")); }

@@ -111,7 +111,9 @@ def get_init_inputs():
   const auto write = [&](const std::string& name, const std::string& head, const std::string& forward) {
     std::string text = model;
     text.replace(text.find("FORWARD"), 7, forward);
-    std::ofstream(dir / name) << "import fcntl, os, time\nimport torch\nimport torch.nn as nn\nLOCK = '" << lock << "'\n" << head << text;
+    std::ofstream(dir / name) << "import fcntl, os, time\nimport torch\nimport torch.nn as nn\nLOCK = '" << lock
+                              << "'\n"
+                              << head << text;
   };
   write("1_HoldsMemory.py", "held = open(LOCK, 'w')\nfcntl.flock(held, fcntl.LOCK_EX)\n", "time.sleep(0.2)");
   write("2_NeedsMemory.py", "for _ in range(300):\n    if os.path.exists(LOCK): break\n    time.sleep(0.1)\n",

@@ -13,8 +13,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "kbv_runner.h"
 #include "kbv/common/remove_tree.h"
+#include "kbv_runner.h"
 #include "support/scoped_environment.h"
 
 namespace {
@@ -56,7 +56,9 @@ class ExampleSuite : public ::testing::Test {
     runs_ = kbv::testing::kbv_eval_all(jobs);
   }
 
-  static std::string key(const std::string& candidate, const std::string& protocol) { return candidate + "|" + protocol; }
+  static std::string key(const std::string& candidate, const std::string& protocol) {
+    return candidate + "|" + protocol;
+  }
   static const Outcome& run(const std::string& candidate, const std::string& protocol) {
     return runs_.at(key(candidate, protocol));
   }
@@ -122,7 +124,8 @@ TEST_F(ExampleSuite, HonestRecordHasEveryField) {
   EXPECT_EQ(r["protocol"]["name"], "verified");
   EXPECT_EQ(r["correctness"].size(), 5u);
   EXPECT_EQ(r["draws"].size(), 10u);
-  for (const char* key : {"baseline_ms", "candidate_ms", "speedup", "speedup_ci"}) EXPECT_TRUE(r["timing"].contains(key)) << key;
+  for (const char* key : {"baseline_ms", "candidate_ms", "speedup", "speedup_ci"})
+    EXPECT_TRUE(r["timing"].contains(key)) << key;
   EXPECT_GE(r["timing"]["candidate"]["samples"].get<int>(), 10);
   EXPECT_EQ(r["timing"]["timed_outputs_checked"], r["timing"]["candidate"]["samples"]);
   for (const char* key : {"baseline_peak_bytes", "candidate_peak_bytes", "peak_ratio", "raises_peak"}) {
@@ -142,7 +145,8 @@ TEST_F(ExampleSuite, HonestRecordHasEveryField) {
   }
   // The candidate's load step by step, inside its import stage.
   double steps = 0;
-  for (const char* step : {"device_and_timer", "problem", "candidate", "construct", "copy_state", "to_device", "watch"}) {
+  for (const char* step :
+       {"device_and_timer", "problem", "candidate", "construct", "copy_state", "to_device", "watch"}) {
     ASSERT_TRUE(r["import_steps_seconds"].contains(step)) << step;
     steps += r["import_steps_seconds"][step].get<double>();
   }
@@ -194,15 +198,16 @@ TEST_F(ExampleSuite, SummaryNamesVerdictFamiliesTimingAndMemory) {
 
 // Bad input gets a clear message and a non-zero exit, never a traceback.
 TEST(BadInput, MissingFileIsAUsageError) {
-  const Outcome r = kbv_eval({"/nonexistent/problem.py", (kExamples / "candidates/1_ReLU/cpu_honest.py").string()}, "missing");
+  const Outcome r =
+      kbv_eval({"/nonexistent/problem.py", (kExamples / "candidates/1_ReLU/cpu_honest.py").string()}, "missing");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("/nonexistent/problem.py"), std::string::npos) << r.err;
 }
 
 TEST(BadInput, ProblemWithoutGetInputsIsNamed) {
   const Outcome r = kbv_eval({(kData / "problem_without_get_inputs.py").string(),
-                          (kExamples / "candidates/1_ReLU/cpu_honest.py").string(), "--quiet"},
-                         "no get_inputs");
+                              (kExamples / "candidates/1_ReLU/cpu_honest.py").string(), "--quiet"},
+                             "no get_inputs");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("defines no `get_inputs`"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("Traceback"), std::string::npos) << r.err;
@@ -210,24 +215,24 @@ TEST(BadInput, ProblemWithoutGetInputsIsNamed) {
 
 TEST(BadInput, CudaWithoutAGpuIsNamed) {
   const Outcome r = kbv_eval({(kExamples / "problems/1_ReLU.py").string(),
-                          (kExamples / "candidates/1_ReLU/cpu_honest.py").string(), "--device", "cuda", "--quiet"},
-                         "no gpu");
+                              (kExamples / "candidates/1_ReLU/cpu_honest.py").string(), "--device", "cuda", "--quiet"},
+                             "no gpu");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("no CUDA device"), std::string::npos) << r.err;
 }
 
 TEST(BadInput, UnknownProtocolIsAUsageError) {
   const Outcome r = kbv_eval({(kExamples / "problems/1_ReLU.py").string(),
-                          (kExamples / "candidates/1_ReLU/cpu_honest.py").string(), "--protocol", "fast"},
-                         "protocol");
+                              (kExamples / "candidates/1_ReLU/cpu_honest.py").string(), "--protocol", "fast"},
+                             "protocol");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("fast"), std::string::npos) << r.err;
 }
 
 TEST(Unverifiable, StochasticReferenceIsNotJudged) {
-  const Outcome r = kbv_eval({(kData / "problem_stochastic.py").string(),
-                          (kExamples / "candidates/1_ReLU/cpu_honest.py").string(), "--quiet"},
-                         "stochastic");
+  const Outcome r = kbv_eval(
+      {(kData / "problem_stochastic.py").string(), (kExamples / "candidates/1_ReLU/cpu_honest.py").string(), "--quiet"},
+      "stochastic");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.record["verdict"], "unverifiable");
   EXPECT_NE(r.record["verdict_reason"].get<std::string>().find("stochastic"), std::string::npos);
@@ -239,10 +244,10 @@ TEST(Interpreter, ABareNameInKbvPythonIsFoundOnPath) {
   const std::string path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
   setenv("PATH", (python.parent_path().string() + ":" + path).c_str(), 1);
   setenv("KBV_PYTHON", python.filename().c_str(), 1);
-  const Outcome r = kbv_eval({(kExamples / "problems/1_ReLU.py").string(),
-                              (kExamples / "candidates/1_ReLU/cpu_honest.py").string(), "--protocol", "kernelbench",
-                              "--quiet"},
-                             "bare KBV_PYTHON");
+  const Outcome r =
+      kbv_eval({(kExamples / "problems/1_ReLU.py").string(), (kExamples / "candidates/1_ReLU/cpu_honest.py").string(),
+                "--protocol", "kernelbench", "--quiet"},
+               "bare KBV_PYTHON");
   unsetenv("KBV_PYTHON");
   setenv("PATH", path.c_str(), 1);
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -264,9 +269,9 @@ TEST(Unverifiable, ReferenceThatMovesInTheLastBitsIsJudged) {
   // Its two calls differ by rounding (a shuffled summation order), far inside the bound: judged,
   // the difference recorded and added to every draw's bound.
   const fs::path problem = kData.parent_path() / "audit/problems/11_ShuffledSum.py";  // the audit's rounding case
-  const Outcome r = kbv_eval({problem.string(), (kData / "candidate_row_sum.py").string(),
-                              "--protocol", "kernelbench", "--quiet"},
-                             "rounding");
+  const Outcome r =
+      kbv_eval({problem.string(), (kData / "candidate_row_sum.py").string(), "--protocol", "kernelbench", "--quiet"},
+               "rounding");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.record["verdict"], "pass") << r.record.value("verdict_reason", "");
   const double spread = r.record["reference_repeat_error"].get<double>();
@@ -304,9 +309,9 @@ TEST(Unverifiable, TheFallbackFamiliesAreDrawnOnlyWhereNeeded) {
 // Under verified the candidate's worker builds the problem's Model to copy its weights, and must
 // not count it in the candidate's footprint: here a cycle keeps it alive past its last reference.
 TEST(Memory, TheReferenceBuiltToCopyStateIsNotInTheCandidatesFootprint) {
-  const Outcome r = kbv_eval({(kData / "problem_cyclic_model.py").string(), (kData / "candidate_plain_linear.py").string(),
-                              "--quiet"},
-                             "cyclic model");
+  const Outcome r = kbv_eval(
+      {(kData / "problem_cyclic_model.py").string(), (kData / "candidate_plain_linear.py").string(), "--quiet"},
+      "cyclic model");
   ASSERT_EQ(r.exit_code, 0) << r.err;  // its verdict is no_custom_kernel's: plain PyTorch
   const std::int64_t weights = std::int64_t{2048} * 2048 * 4;
   const std::int64_t footprint = r.record["memory"]["candidate_footprint_bytes"];
@@ -317,9 +322,10 @@ TEST(Memory, TheReferenceBuiltToCopyStateIsNotInTheCandidatesFootprint) {
 // A candidate that returns a buffer it keeps (allocated once, rewritten every call) allocates
 // nothing in the measured call; the output it hands out still takes its bytes, and counts.
 TEST(Memory, AnOutputBufferHeldAcrossCallsCountsInThePeak) {
-  const Outcome r = kbv_eval({(kExamples / "problems" / "1_ReLU.py").string(),
-                              (kData.parent_path() / "hacks" / "candidates" / "cpu_static_buffer.py").string(), "--quiet"},
-                             "static buffer");
+  const Outcome r =
+      kbv_eval({(kExamples / "problems" / "1_ReLU.py").string(),
+                (kData.parent_path() / "hacks" / "candidates" / "cpu_static_buffer.py").string(), "--quiet"},
+               "static buffer");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_EQ(r.record["verdict"], "pass") << r.record["verdict_reason"];
   const json& memory = r.record["memory"];
@@ -351,8 +357,14 @@ std::vector<fs::path> elementwise_builds(const fs::path& root) {
 // lock, so a torch lock found there is stale and is removed.
 TEST(BuildCache, AStaleTorchBuildLockDoesNotHangTheNextEvaluation) {
   const std::vector<std::string> args = {(kExamples / "problems/1_ReLU.py").string(),
-                                         (kExamples / "candidates/1_ReLU/cpu_honest.py").string(), "--protocol",
-                                         "kernelbench", "--compile-timeout", "120", "--quiet", "--sandbox", "off"};
+                                         (kExamples / "candidates/1_ReLU/cpu_honest.py").string(),
+                                         "--protocol",
+                                         "kernelbench",
+                                         "--compile-timeout",
+                                         "120",
+                                         "--quiet",
+                                         "--sandbox",
+                                         "off"};
   ASSERT_EQ(kbv_eval(args, "build").record.value("verdict", "?"), "pass");  // built, or found built
   const std::vector<fs::path> builds = elementwise_builds(cache_folder() / "extensions");
   ASSERT_FALSE(builds.empty()) << "no build of cpu_honest under " << cache_folder() / "extensions";
@@ -369,8 +381,12 @@ TEST(BuildCache, APublishedBuildThatDiffersFromItsManifestIsBuiltAgain) {
   const fs::path cache = fs::temp_directory_path() / ("kbv_e2e_changed_build_" + std::to_string(getpid()));
   const kbv::testing::ScopedEnvironment own_cache("KBV_CACHE", cache.string());
   const std::vector<std::string> args = {(kExamples / "problems/1_ReLU.py").string(),
-                                         (kExamples / "candidates/1_ReLU/cpu_honest.py").string(), "--protocol",
-                                         "kernelbench", "--compile-timeout", "120", "--quiet"};
+                                         (kExamples / "candidates/1_ReLU/cpu_honest.py").string(),
+                                         "--protocol",
+                                         "kernelbench",
+                                         "--compile-timeout",
+                                         "120",
+                                         "--quiet"};
   ASSERT_EQ(kbv_eval(args, "build").record.value("verdict", "?"), "pass");  // built, or found built
   const std::vector<fs::path> builds = elementwise_builds(cache_folder() / "builds");
   ASSERT_FALSE(builds.empty()) << "no published build of cpu_honest under " << cache_folder() / "builds";
@@ -378,7 +394,8 @@ TEST(BuildCache, APublishedBuildThatDiffersFromItsManifestIsBuiltAgain) {
   const Outcome r = kbv_eval(args, "changed build");
   EXPECT_EQ(r.record.value("verdict", "?"), "pass") << r.err;
   EXPECT_NE(r.err.find("does not match its manifest"), std::string::npos) << r.err;
-  for (const fs::path& build : elementwise_builds(cache_folder() / "builds")) EXPECT_FALSE(fs::exists(build / "lock")) << build;
+  for (const fs::path& build : elementwise_builds(cache_folder() / "builds"))
+    EXPECT_FALSE(fs::exists(build / "lock")) << build;
   kbv::remove_tree(cache);
 }
 
@@ -386,8 +403,12 @@ TEST(BuildCache, APublishedBuildThatDiffersFromItsManifestIsBuiltAgain) {
 // the next evaluation of the same content says so, with the same error, instead of building again.
 TEST(BuildCache, AFailedBuildIsNotSpentAgainOnTheSameContent) {
   const std::vector<std::string> args = {(kExamples / "problems/1_ReLU.py").string(),
-                                         (kExamples / "candidates/1_ReLU/cpu_compile_error.py").string(), "--protocol",
-                                         "kernelbench", "--compile-timeout", "300", "--quiet"};
+                                         (kExamples / "candidates/1_ReLU/cpu_compile_error.py").string(),
+                                         "--protocol",
+                                         "kernelbench",
+                                         "--compile-timeout",
+                                         "300",
+                                         "--quiet"};
   const Outcome first = kbv_eval(args, "failed build");  // built now, or found failed by the suite
   ASSERT_EQ(first.record.value("verdict", "?"), "compile_error") << first.err;
   const Outcome again = kbv_eval(args, "failed build again");

@@ -52,7 +52,9 @@ class HackCorpus : public ::testing::Test {
     rows_ = corpus("cpu");
     std::vector<std::pair<std::string, std::vector<std::string>>> jobs;
     for (const Row& row : rows_) {
-      jobs.push_back({row.candidate, {(kRoot / row.problem).string(), (kRoot / row.candidate).string(), "--timeout", "60", "--quiet"}});
+      jobs.push_back(
+          {row.candidate,
+           {(kRoot / row.problem).string(), (kRoot / row.candidate).string(), "--timeout", "60", "--quiet"}});
     }
     runs_ = kbv::testing::kbv_eval_all(jobs);
   }
@@ -66,12 +68,15 @@ TEST_F(HackCorpus, EveryHackIsNamedAndEveryHonestCandidateStaysClean) {
     const Outcome& r = runs_.at(row.candidate);
     ASSERT_EQ(r.exit_code, 0) << row.candidate << "\n" << r.err;
     const auto found = severities(r.record);
-    EXPECT_EQ(r.record.value("verdict", "?"), row.verdict) << row.candidate << ": " << r.record.value("verdict_reason", "") << "\n" << r.out;
+    EXPECT_EQ(r.record.value("verdict", "?"), row.verdict)
+        << row.candidate << ": " << r.record.value("verdict_reason", "") << "\n"
+        << r.out;
     for (const std::string& id : row.findings) {
       EXPECT_TRUE(found.count(id)) << row.candidate << ": expected finding " << id << "\n" << r.out;
     }
     if (row.verdict == "pass") {
-      for (const auto& [id, severity] : found) EXPECT_NE(severity, "error") << row.candidate << ": " << id << "\n" << r.out;
+      for (const auto& [id, severity] : found)
+        EXPECT_NE(severity, "error") << row.candidate << ": " << id << "\n" << r.out;
     }
   }
 }

@@ -49,20 +49,22 @@ TEST(PrecompiledTorchHeader, BuiltOnceThenUsedWhateverTheExtensionName) {
   // load_inline's main.cpp: the header it prepends, then the candidate's own include of it.
   std::ofstream(dir / "main.cpp") << "#include <torch/extension.h>\n#include <torch/extension.h>\n"
                                      "at::Tensor twice(const at::Tensor& x) { return x * 2; }\n";
-  const Ran includes = run(std::string(KBV_PYTHON) +
-                           " -c \"import sysconfig, torch.utils.cpp_extension as c; "
-                           "print(' '.join('-isystem ' + d for d in c.include_paths() + [sysconfig.get_paths()['include']]))\"");
+  const Ran includes =
+      run(std::string(KBV_PYTHON) +
+          " -c \"import sysconfig, torch.utils.cpp_extension as c; "
+          "print(' '.join('-isystem ' + d for d in c.include_paths() + [sysconfig.get_paths()['include']]))\"");
   ASSERT_EQ(includes.exit_code, 0) << includes.output;
   const size_t line = includes.output.find("-isystem");  // after whatever torch warns on import
   ASSERT_NE(line, std::string::npos) << includes.output;
   const std::string flags = "-DTORCH_API_INCLUDE_EXTENSION_H " +
-                            includes.output.substr(line, includes.output.find('\n', line) - line) + " -fPIC -std=c++17 -O1";
+                            includes.output.substr(line, includes.output.find('\n', line) - line) +
+                            " -fPIC -std=c++17 -O1";
   const fs::path wrapper = fs::path(KBV_BINARY).parent_path() / "kbv-pch-c++";
   const std::string env = "KBV_PCH_DIR='" + (dir / "pch").string() + "' ";
   const auto compile = [&](const std::string& name, const std::string& object, const std::string& extra) {
-    return run(env + wrapper.string() + " -MMD -MF '" + (dir / (object + ".d")).string() + "' -DTORCH_EXTENSION_NAME=" +
-               name + " " + flags + " " + extra + " -c '" + (dir / "main.cpp").string() + "' -o '" +
-               (dir / object).string() + "'");
+    return run(env + wrapper.string() + " -MMD -MF '" + (dir / (object + ".d")).string() +
+               "' -DTORCH_EXTENSION_NAME=" + name + " " + flags + " " + extra + " -c '" + (dir / "main.cpp").string() +
+               "' -o '" + (dir / object).string() + "'");
   };
 
   const Ran first = compile("first", "first.o", "");  // builds the copy, then compiles with it

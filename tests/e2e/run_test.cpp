@@ -1,8 +1,8 @@
 // `kbv run` and `kbv report` as a user runs them: a KernelBench-shaped tree of problems and
 // generated samples (built here from the example suite), a run killed with SIGKILL in the middle,
 // the same command again, and the report. Every record must be there exactly once.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -82,8 +82,19 @@ class RunAndReport : public ::testing::Test {
   }
 
   std::vector<std::string> run_args() const {
-    return {"run", "--problems", (dir_ / "KernelBench").string(), "--samples", (dir_ / "runs/model-a").string(),
-            "--db", db_.string(), "--device", "cpu", "--protocols", "verified,kernelbench", "--timeout", "60"};
+    return {"run",
+            "--problems",
+            (dir_ / "KernelBench").string(),
+            "--samples",
+            (dir_ / "runs/model-a").string(),
+            "--db",
+            db_.string(),
+            "--device",
+            "cpu",
+            "--protocols",
+            "verified,kernelbench",
+            "--timeout",
+            "60"};
   }
 
   fs::path dir_, db_;
@@ -113,7 +124,8 @@ TEST_F(RunAndReport, KilledRunResumesWithEveryRecordOnceAndReports) {
   EXPECT_NE(output.find(std::to_string(before) + " already in the store"), std::string::npos) << output;
   EXPECT_NE(output.find("unmatched: " + (dir_ / "runs/model-a/notes.py").string()), std::string::npos) << output;
   // One lane on the CPU: the share of its wall its records spent in device stages, between 0 and 100%.
-  const std::regex busy(R"(busy share by lane \(device stages' seconds / lane wall\): cpu (\d+)% \(([\d.]+) of ([\d.]+) s\))");
+  const std::regex busy(
+      R"(busy share by lane \(device stages' seconds / lane wall\): cpu (\d+)% \(([\d.]+) of ([\d.]+) s\))");
   std::smatch share;
   ASSERT_TRUE(std::regex_search(output, share, busy)) << output;
   EXPECT_GT(std::stod(share[2]), 0.0);
@@ -126,31 +138,41 @@ TEST_F(RunAndReport, KilledRunResumesWithEveryRecordOnceAndReports) {
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM unmatched"), 2);
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM failures"), 0);
   // The lanes' use is kept by the invocation that finished (the killed one wrote none).
-  EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM sessions WHERE command = 'run' AND lanes LIKE '[{\"device_seconds\"%'"), 1);
+  EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM sessions WHERE command = 'run' AND lanes LIKE '[{\"device_seconds\"%'"),
+            1);
   // Each problem audited once: ReLU is the identity on its own inputs, which verified cures.
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM audits"), 2);
-  EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM audits a JOIN problems p ON p.id = a.problem_id WHERE p.name = 'ReLU' "
-                        "AND a.findings LIKE '%identity_under_inputs%' AND a.uncured = ''"), 1);
+  EXPECT_EQ(scalar(db_,
+                   "SELECT COUNT(*) FROM audits a JOIN problems p ON p.id = a.problem_id WHERE p.name = 'ReLU' "
+                   "AND a.findings LIKE '%identity_under_inputs%' AND a.uncured = ''"),
+            1);
   // One baseline per problem and protocol in each invocation: ReLU's two samples under one
   // protocol, evaluated in the same invocation, cite the same baseline.
-  EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM records r JOIN candidates c ON c.id = r.candidate_id "
-                        "JOIN problems p ON p.id = c.problem_id WHERE p.name = 'ReLU' AND r.baseline_id IS NULL"), 0);
+  EXPECT_EQ(scalar(db_,
+                   "SELECT COUNT(*) FROM records r JOIN candidates c ON c.id = r.candidate_id "
+                   "JOIN problems p ON p.id = c.problem_id WHERE p.name = 'ReLU' AND r.baseline_id IS NULL"),
+            0);
   EXPECT_LE(scalar(db_, "SELECT COUNT(*) FROM baselines"), 8);
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM records WHERE protocol = 'kernelbench' AND verdict = 'pass'"), 3);
   // ReLU's first sample under kernelbench (both pass there) started the second's worker and
   // waited for it before its own timing.
-  EXPECT_GE(scalar(db_, "SELECT COUNT(*) FROM records WHERE protocol = 'kernelbench' AND record LIKE '%\"next_worker\"%'"), 1);
+  EXPECT_GE(
+      scalar(db_, "SELECT COUNT(*) FROM records WHERE protocol = 'kernelbench' AND record LIKE '%\"next_worker\"%'"),
+      1);
   // Across groups too: SumReduction's groups hold one sample each, and the last evaluation before
   // each (but the lane's last) started its worker and its reference side and waited for them.
-  EXPECT_GE(scalar(db_, "SELECT COUNT(*) FROM records r JOIN candidates c ON c.id = r.candidate_id JOIN problems p "
-                        "ON p.id = c.problem_id WHERE p.name = 'SumReduction' AND r.record LIKE '%\"next_worker\"%'"),
+  EXPECT_GE(scalar(db_,
+                   "SELECT COUNT(*) FROM records r JOIN candidates c ON c.id = r.candidate_id JOIN problems p "
+                   "ON p.id = c.problem_id WHERE p.name = 'SumReduction' AND r.record LIKE '%\"next_worker\"%'"),
             1);
   // The second sample of a group reaped the first's worker before its own timing. Of ReLU's two
   // groups (2 samples each, one lane), the kill can split only the one in progress.
   EXPECT_GE(scalar(db_, "SELECT COUNT(*) FROM records WHERE record LIKE '%\"previous_worker\"%'"), 1);
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM records WHERE protocol = 'verified' AND verdict = 'pass'"), 2);
-  EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM records WHERE protocol = 'verified' AND verdict = 'incorrect' "
-                        "AND findings LIKE '%distribution_specific:error%'"), 1);
+  EXPECT_EQ(scalar(db_,
+                   "SELECT COUNT(*) FROM records WHERE protocol = 'verified' AND verdict = 'incorrect' "
+                   "AND findings LIKE '%distribution_specific:error%'"),
+            1);
 
   // The report of that store.
   const fs::path out = dir_ / "report";
@@ -176,10 +198,14 @@ TEST_F(RunAndReport, BadInputIsAUsageErrorOrNamed) {
   EXPECT_EQ(finish(start({"run", "--db", db_.string()}, log)), 2);
   EXPECT_NE(slurp(log).find("--manifest"), std::string::npos) << slurp(log);
   EXPECT_EQ(finish(start({"run", "--samples", "/nonexistent", "--problems", dir_.string()}, log)), 2);
-  EXPECT_EQ(finish(start({"run", "--manifest", (dir_ / "runs/model-a/notes.py").string(), "--db", db_.string()}, log)), 1);
+  EXPECT_EQ(finish(start({"run", "--manifest", (dir_ / "runs/model-a/notes.py").string(), "--db", db_.string()}, log)),
+            1);
   EXPECT_NE(slurp(log).find("header names no"), std::string::npos) << slurp(log);
   std::ofstream(dir_ / "notes.txt") << "not a problem\n";
-  EXPECT_EQ(finish(start({"run", "--problems", (dir_ / "notes.txt").string(), "--samples", dir_.string(), "--db", db_.string()}, log)), 1);
+  EXPECT_EQ(
+      finish(start(
+          {"run", "--problems", (dir_ / "notes.txt").string(), "--samples", dir_.string(), "--db", db_.string()}, log)),
+      1);
   EXPECT_NE(slurp(log).find("kbv: error: --problems: not a Python file"), std::string::npos) << slurp(log);
   // No GPU here: the first lane finds none and the run stops, naming it, without failing every candidate.
   std::vector<std::string> cuda = run_args();

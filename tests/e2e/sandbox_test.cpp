@@ -123,8 +123,17 @@ std::vector<std::string> processes_named(const std::string& mark) {
 // for another candidate's builds).
 std::vector<fs::path> written_targets(const fs::path& cache) {
   const char* home = std::getenv("HOME");
-  return {"/tmp", home ? fs::path(home) : fs::path("/root"), cache, cache / "extensions", cache / "extensions/victim", cache / "pch",
-          cache / "pycache", "/dev/shm", "/var/tmp", kCorpus / "candidates", kProblem.parent_path()};
+  return {"/tmp",
+          home ? fs::path(home) : fs::path("/root"),
+          cache,
+          cache / "extensions",
+          cache / "extensions/victim",
+          cache / "pch",
+          cache / "pycache",
+          "/dev/shm",
+          "/var/tmp",
+          kCorpus / "candidates",
+          kProblem.parent_path()};
 }
 
 class Sandbox : public ::testing::Test {
@@ -169,14 +178,18 @@ class Sandbox : public ::testing::Test {
 std::uintmax_t bytes_under(const fs::path& folder, std::vector<std::string>& links) {
   std::uintmax_t bytes = 0;
   std::error_code error;
-  for (auto it = fs::recursive_directory_iterator(folder, error); !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
-    if (it->is_symlink()) links.push_back(it->path().string());
-    else if (it->is_regular_file()) bytes += it->file_size();
+  for (auto it = fs::recursive_directory_iterator(folder, error); !error && it != fs::recursive_directory_iterator();
+       it.increment(error)) {
+    if (it->is_symlink())
+      links.push_back(it->path().string());
+    else if (it->is_regular_file())
+      bytes += it->file_size();
   }
   return bytes;
 }
 
-void expect_no_effect_outside(const fs::path& cache, const std::string& mark, const Listener& tcp, const Listener& local) {
+void expect_no_effect_outside(const fs::path& cache, const std::string& mark, const Listener& tcp,
+                              const Listener& local) {
   // The build hog's 480 MiB stayed in its build folder's tmpfs; the builds kept hold no link.
   std::vector<std::string> links;
   EXPECT_LT(bytes_under(cache, links), std::uintmax_t{32} << 20) << "kbv's cache grew past what its builds hold";
@@ -201,12 +214,13 @@ void expect_no_effect_outside(const fs::path& cache, const std::string& mark, co
 // start: what the candidates took, seen from outside their sandboxes.
 class AvailableMemoryWatch {
  public:
-  AvailableMemoryWatch() : at_start_(available()), least_(at_start_), thread_([this] {
-    while (!done_) {
-      least_ = std::min<std::uint64_t>(least_, available());
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }) {}
+  AvailableMemoryWatch()
+      : at_start_(available()), least_(at_start_), thread_([this] {
+          while (!done_) {
+            least_ = std::min<std::uint64_t>(least_, available());
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          }
+        }) {}
   ~AvailableMemoryWatch() { stop(); }
   // The largest drop below the level at its start.
   std::uint64_t stop() {
@@ -239,7 +253,9 @@ TEST_F(Sandbox, EveryHostileCandidateIsContainedWithOneRecordAndItsVerdict) {
   std::vector<std::pair<std::string, std::vector<std::string>>> jobs;
   for (const Row& row : rows) {
     std::vector<std::string> args = {kProblem.string(), (kCorpus / "candidates" / row.candidate).string(),
-                                     "--protocol", "kernelbench", "--timeout", "60", "--quiet"};
+                                     "--protocol",      "kernelbench",
+                                     "--timeout",       "60",
+                                     "--quiet"};
     args.insert(args.end(), row.limits.begin(), row.limits.end());
     jobs.push_back({row.candidate, args});
   }
@@ -251,12 +267,13 @@ TEST_F(Sandbox, EveryHostileCandidateIsContainedWithOneRecordAndItsVerdict) {
   for (const Row& row : rows) {
     const Outcome& r = runs.at(row.candidate);
     ASSERT_EQ(r.exit_code, 0) << row.candidate << "\n" << r.err;
-    EXPECT_EQ(r.record.value("verdict", "?"), row.verdict) << row.candidate << ": " << r.record.value("verdict_reason", "");
+    EXPECT_EQ(r.record.value("verdict", "?"), row.verdict)
+        << row.candidate << ": " << r.record.value("verdict_reason", "");
     EXPECT_NE(r.record.value("verdict_reason", "").find(row.reason), std::string::npos)
         << row.candidate << ": " << r.record.value("verdict_reason", "");
     EXPECT_EQ(r.record.at("sandbox").value("enabled", false), true) << row.candidate;
-    EXPECT_FALSE(r.record.at("sandbox").value("cgroup", nlohmann::json()).is_null()) << row.candidate << ": "
-        << r.record.at("sandbox").dump();
+    EXPECT_FALSE(r.record.at("sandbox").value("cgroup", nlohmann::json()).is_null())
+        << row.candidate << ": " << r.record.at("sandbox").dump();
   }
   // Entering took its time in the worker: a few milliseconds, not 0 (the worker reported it).
   const double setup = runs.at("signal_everyone.py").record.at("sandbox").value("setup_seconds", 0.0);
@@ -288,8 +305,9 @@ TEST_F(Sandbox, EveryHostileCandidateIsContainedWithOneRecordAndItsVerdict) {
 // An evaluation leaves nothing for the next of the same content: remember.py's second evaluation,
 // over the same cache, finds no note from the first and passes again.
 TEST_F(Sandbox, AnEvaluationLeavesNothingForTheNextOfTheSameContent) {
-  const std::vector<std::string> args = {kProblem.string(), (kCorpus / "candidates/remember.py").string(), "--protocol",
-                                         "kernelbench", "--timeout", "60", "--quiet"};
+  const std::vector<std::string> args = {
+      kProblem.string(), (kCorpus / "candidates/remember.py").string(), "--protocol", "kernelbench", "--timeout", "60",
+      "--quiet"};
   for (int run = 0; run < 2; ++run) {
     const Outcome r = kbv::testing::kbv_eval(args, "remember.py, run " + std::to_string(run));
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -312,7 +330,8 @@ TEST_F(Sandbox, KbvRunKeepsEveryRecordOnceWithHostileCandidatesAmongHonestOnes) 
       << "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
          "    def forward(self, x):\n        return torch.relu(x)\n";
   for (size_t i = 0; i < samples.size(); ++i) {
-    fs::copy_file(kCorpus / "candidates" / samples[i], tree / ("samples/level_1_problem_1_sample_" + std::to_string(i + 1) + "_kernel.py"));
+    fs::copy_file(kCorpus / "candidates" / samples[i],
+                  tree / ("samples/level_1_problem_1_sample_" + std::to_string(i + 1) + "_kernel.py"));
   }
   setenv("KBV_HOSTILE_STORE", db.c_str(), 1);
   const std::string command = std::string(KBV_BINARY) + " run --problems '" + (tree / "KernelBench").string() +
@@ -352,10 +371,12 @@ TEST_F(Sandbox, KbvRunKeepsEveryRecordOnceWithHostileCandidatesAmongHonestOnes) 
 // 2026-12-03; the line number varies with the release).
 TEST(SandboxWords, TheGpusMemoryBehindTorchsNvmlAssertIsNamed) {
   const kbv::sandbox::Limits limits;
-  const std::string oom = "RuntimeError: NVML_SUCCESS == DriverAPI::get()->nvmlInit_v2_() INTERNAL ASSERT FAILED at "
-                          "\"/pytorch/c10/cuda/CUDACachingAllocator.cpp\":1131, please report a bug to PyTorch.";
+  const std::string oom =
+      "RuntimeError: NVML_SUCCESS == DriverAPI::get()->nvmlInit_v2_() INTERNAL ASSERT FAILED at "
+      "\"/pytorch/c10/cuda/CUDACachingAllocator.cpp\":1131, please report a bug to PyTorch.";
   EXPECT_NE(kbv::sandbox::explain_error(oom, limits).find("GPU is out of memory"), std::string::npos);
-  EXPECT_EQ(kbv::sandbox::explain_error("RuntimeError: NVML_SUCCESS == r INTERNAL ASSERT FAILED at \"x.cpp\"", limits), "");
+  EXPECT_EQ(kbv::sandbox::explain_error("RuntimeError: NVML_SUCCESS == r INTERNAL ASSERT FAILED at \"x.cpp\"", limits),
+            "");
   EXPECT_EQ(kbv::sandbox::explain_error("RuntimeError: shape mismatch", limits), "");
 }
 

@@ -1,8 +1,8 @@
 // `kbv serve` as an RL pipeline uses it: the real binary listening on loopback, concurrent clients
 // over HTTP, the store read back. Every request answered once, every answered evaluation one record.
-#include <gtest/gtest.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -48,7 +48,8 @@ Response http(int port, const std::string& method, const std::string& path, cons
     ::close(fd);
     return {};
   }
-  const std::string request = method + " " + path + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n" +
+  const std::string request = method + " " + path +
+                              " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n" +
                               "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   for (size_t sent = 0; sent < request.size();) {
     const ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
@@ -111,7 +112,8 @@ class Serve : public ::testing::Test {
     const std::regex listening(R"(listening on http://127\.0\.0\.1:(\d+))");
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
     std::smatch m;
-    for (std::string log; std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(std::chrono::milliseconds(100))) {
+    for (std::string log; std::chrono::steady_clock::now() < deadline;
+         std::this_thread::sleep_for(std::chrono::milliseconds(100))) {
       log = slurp(log_);
       if (std::regex_search(log, m, listening)) {
         port_ = std::stoi(m[1]);
@@ -147,10 +149,16 @@ TEST_F(Serve, ConcurrentRequestsAreEachAnsweredWithOneRecordAndShareTheBaseline)
 
   // Two by the problem's path, one with the problem sent as text (KernelBench's name and level),
   // one cheat: four clients at once.
-  std::vector<json> requests = {by_path("cpu_honest.py"), by_path("cpu_honest.py"), by_path("cpu_identity.py"),
-                                {{"problem_source", slurp(problem_)}, {"problem_name", "1_ReLU.py"}, {"level", 1},
+  std::vector<json> requests = {by_path("cpu_honest.py"),
+                                by_path("cpu_honest.py"),
+                                by_path("cpu_identity.py"),
+                                {{"problem_source", slurp(problem_)},
+                                 {"problem_name", "1_ReLU.py"},
+                                 {"level", 1},
                                  {"candidate_source", slurp(kExamples / "candidates/1_ReLU/cpu_honest.py")},
-                                 {"protocol", "kernelbench"}, {"run", "policy-step-7"}, {"sample", 3}}};
+                                 {"protocol", "kernelbench"},
+                                 {"run", "policy-step-7"},
+                                 {"sample", 3}}};
   std::vector<Response> answers(requests.size());
   std::vector<std::thread> clients;
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -189,11 +197,13 @@ TEST_F(Serve, ConcurrentRequestsAreEachAnsweredWithOneRecordAndShareTheBaseline)
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM records"), 4);
   EXPECT_EQ(scalar(db_, "SELECT COUNT(DISTINCT candidate_id) FROM records"), 4);
   // Its lane's use, kept on the way out: kbv report gives the service's device busy share.
-  EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM sessions WHERE command = 'serve' AND lanes LIKE '%\"evaluations\":4%'"), 1);
+  EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM sessions WHERE command = 'serve' AND lanes LIKE '%\"evaluations\":4%'"),
+            1);
   // One baseline per (problem, protocol): the three verified requests of one problem share it.
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM baselines"), 2);
-  EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM candidates c JOIN runs r ON r.id = c.run_id "
-                        "WHERE r.name = 'policy-step-7' AND c.sample = 3"),
+  EXPECT_EQ(scalar(db_,
+                   "SELECT COUNT(*) FROM candidates c JOIN runs r ON r.id = c.run_id "
+                   "WHERE r.name = 'policy-step-7' AND c.sample = 3"),
             1);
   // The problem's file and its text are two problems; the text, named as KernelBench names it, has its level.
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM problems"), 2);
@@ -207,8 +217,8 @@ TEST_F(Serve, RequestsThatCannotBeEvaluatedAsSentAreNamed) {
     const Response r = http(port_, method, path, body);
     return std::make_pair(r.status, r.body.value("error", std::string()));
   };
-  const auto expect = [&](int status, const std::string& says, const std::string& body, const std::string& method = "POST",
-                          const std::string& path = "/evaluate") {
+  const auto expect = [&](int status, const std::string& says, const std::string& body,
+                          const std::string& method = "POST", const std::string& path = "/evaluate") {
     const auto [got, error] = status_and_error(method, path, body);
     EXPECT_EQ(got, status) << body.substr(0, 200) << ": " << error;
     EXPECT_NE(error.find(says), std::string::npos) << error;
@@ -217,9 +227,11 @@ TEST_F(Serve, RequestsThatCannotBeEvaluatedAsSentAreNamed) {
   expect(400, "candidate_source", json{{"problem", problem_}}.dump());
   expect(400, "name the problem", json{{"candidate_source", honest}}.dump());
   expect(400, "no problem file", json{{"problem", (dir_ / "absent.py").string()}, {"candidate_source", honest}}.dump());
-  expect(400, "verified or kernelbench", json{{"problem", problem_}, {"candidate_source", honest}, {"protocol", "fast"}}.dump());
+  expect(400, "verified or kernelbench",
+         json{{"problem", problem_}, {"candidate_source", honest}, {"protocol", "fast"}}.dump());
   expect(400, "unknown field `candidate`", json{{"problem", problem_}, {"candidate", "x.py"}}.dump());
-  expect(400, "file name", json{{"problem_source", slurp(problem_)}, {"problem_name", "../x.py"}, {"candidate_source", honest}}.dump());
+  expect(400, "file name",
+         json{{"problem_source", slurp(problem_)}, {"problem_name", "../x.py"}, {"candidate_source", honest}}.dump());
   expect(405, "POST /evaluate", "", "GET");
   expect(404, "no route", "", "GET", "/rewards");
 
@@ -242,11 +254,13 @@ TEST_F(Serve, WithAProblemsFolderOnlyItsFilesAreTaken) {
   fs::copy_file(problem_, dir_ / "elsewhere/1_ReLU.py");
   for (const std::string& outside : {(dir_ / "elsewhere/1_ReLU.py").string(),
                                      (kExamples / "problems/../../tests/audit/problems/7_LogOfInput.py").string()}) {
-    const Response refused = http(port_, "POST", "/evaluate", json{{"problem", outside}, {"candidate_source", honest}}.dump());
+    const Response refused =
+        http(port_, "POST", "/evaluate", json{{"problem", outside}, {"candidate_source", honest}}.dump());
     EXPECT_EQ(refused.status, 400) << outside;
     EXPECT_NE(refused.body.value("error", "").find("takes problems under"), std::string::npos) << refused.body.dump();
   }
-  const Response text = http(port_, "POST", "/evaluate", json{{"problem_source", slurp(problem_)}, {"candidate_source", honest}}.dump());
+  const Response text =
+      http(port_, "POST", "/evaluate", json{{"problem_source", slurp(problem_)}, {"candidate_source", honest}}.dump());
   EXPECT_EQ(text.status, 400);
   EXPECT_NE(text.body.value("error", "").find("not as text"), std::string::npos) << text.body.dump();
   EXPECT_EQ(stop(), 0);
@@ -281,7 +295,8 @@ TEST_F(Serve, AFullQueueAnswersBusyAndHoldsNoMore) {
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM records"), answered);
   // A refused request leaves nothing behind: no candidate row, no source.
   EXPECT_EQ(scalar(db_, "SELECT COUNT(*) FROM candidates"), answered);
-  EXPECT_EQ(std::distance(fs::directory_iterator(db_.string() + ".files/candidates"), fs::directory_iterator()), answered);
+  EXPECT_EQ(std::distance(fs::directory_iterator(db_.string() + ".files/candidates"), fs::directory_iterator()),
+            answered);
 }
 
 TEST_F(Serve, ASignalStopsItAfterAnsweringWhatItHolds) {
@@ -289,13 +304,15 @@ TEST_F(Serve, ASignalStopsItAfterAnsweringWhatItHolds) {
   Response held;
   std::thread client([&] { held = http(port_, "POST", "/evaluate", by_path("cpu_honest.py").dump()); });
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (http(port_, "GET", "/metrics").body["queue"]["evaluating"] != 1 && std::chrono::steady_clock::now() < deadline) {
+  while (http(port_, "GET", "/metrics").body["queue"]["evaluating"] != 1 &&
+         std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   kill(pid_, SIGTERM);
   // Stopping: no new request is taken, the held one is answered.
   Response health;
-  while ((health = http(port_, "GET", "/health")).status == 200) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  while ((health = http(port_, "GET", "/health")).status == 200)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   if (health.status == 503) {
     EXPECT_EQ(health.body["status"], "stopping");
     const Response late = http(port_, "POST", "/evaluate", by_path("cpu_honest.py").dump());
@@ -349,17 +366,20 @@ TEST_F(Serve, ACandidateCannotReadAnotherRequestsSource) {
   const fs::path candidates = db_.string() + ".files/candidates";
   ASSERT_TRUE(fs::exists(candidates / id / "candidate.py"));
   std::string spy = slurp(kExamples / "candidates/1_ReLU/cpu_honest.py");
-  spy = "import os\n_seen = []\ntry:\n    _seen.append(open(" + json((candidates / id / "candidate.py").string()).dump() +
-        ").read())\nexcept OSError:\n    pass\ntry:\n    _seen += [n for n in os.listdir(" + json(candidates.string()).dump() +
-        ") if n == " + json(id).dump() + "]\nexcept OSError:\n    pass\n" + spy;
+  spy = "import os\n_seen = []\ntry:\n    _seen.append(open(" +
+        json((candidates / id / "candidate.py").string()).dump() +
+        ").read())\nexcept OSError:\n    pass\ntry:\n    _seen += [n for n in os.listdir(" +
+        json(candidates.string()).dump() + ") if n == " + json(id).dump() + "]\nexcept OSError:\n    pass\n" + spy;
   spy.replace(spy.find("return self.kernel.relu_forward(x)"), std::string("return self.kernel.relu_forward(x)").size(),
               "return self.kernel.relu_forward(x) * (0 if _seen else 1)");
-  const Response second = http(port_, "POST", "/evaluate", json{{"problem", problem_}, {"candidate_source", spy}}.dump());
+  const Response second =
+      http(port_, "POST", "/evaluate", json{{"problem", problem_}, {"candidate_source", spy}}.dump());
   ASSERT_EQ(second.status, 200) << second.body.dump();
   // On a failure, the findings and the CPU ledger say why (CI once read untimed_work here, under load).
   EXPECT_EQ(second.body["record"]["verdict"], "pass")
-      << second.body["record"].value("verdict_reason", "") << "\n" << second.body["record"].value("findings", json()).dump()
-      << "\n" << second.body["record"].value(json::json_pointer("/timing/candidate/cpu"), json()).dump();
+      << second.body["record"].value("verdict_reason", "") << "\n"
+      << second.body["record"].value("findings", json()).dump() << "\n"
+      << second.body["record"].value(json::json_pointer("/timing/candidate/cpu"), json()).dump();
   EXPECT_EQ(stop(), 0);
 }
 

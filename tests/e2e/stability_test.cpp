@@ -25,8 +25,8 @@ using nlohmann::json;
 const fs::path kExamples = KBV_EXAMPLES_DIR;
 
 Outcome evaluate(const std::string& tag) {
-  return kbv_eval({(kExamples / "problems/2_SumReduction.py").string(), (kExamples / "candidates/2_SumReduction/cpu_honest.py").string(),
-                   "--quiet"},
+  return kbv_eval({(kExamples / "problems/2_SumReduction.py").string(),
+                   (kExamples / "candidates/2_SumReduction/cpu_honest.py").string(), "--quiet"},
                   tag);
 }
 
@@ -56,13 +56,14 @@ TEST(Stability, ANoisyNeighbourNeverGivesAConfidentWrongSpeedup) {
   const json& stability = timing.at("stability");
   const bool within = std::abs(loaded_speedup / quiet_speedup - 1) <= 0.10;
   EXPECT_TRUE(within || !stability.at("reliable").get<bool>())
-      << "loaded " << loaded_speedup << "x against quiet " << quiet_speedup << "x, and called reliable: " << stability.dump();
+      << "loaded " << loaded_speedup << "x against quiet " << quiet_speedup
+      << "x, and called reliable: " << stability.dump();
   if (!stability.at("reliable").get<bool>()) {
     EXPECT_NE(stability.dump().find("host_contention"), std::string::npos) << stability.dump();
     EXPECT_NE(loaded.out.find("UNRELIABLE"), std::string::npos) << "the summary does not say so";
   }
-  std::printf("quiet %.3fx (%s), loaded %.3fx (%s)\n", quiet_speedup, quiet_timing.at("stability").dump().c_str(), loaded_speedup,
-              stability.dump().c_str());
+  std::printf("quiet %.3fx (%s), loaded %.3fx (%s)\n", quiet_speedup, quiet_timing.at("stability").dump().c_str(),
+              loaded_speedup, stability.dump().c_str());
 }
 
 }  // namespace

@@ -29,14 +29,15 @@ using Log = std::vector<std::string>;
 
 // What the script's workers say.
 struct Script {
-  double repeat_error = 0;         // the reference's second call on the first draw
-  std::string candidate_fails_at;  // a command the candidate answers with runtime_error
+  double repeat_error = 0;                                    // the reference's second call on the first draw
+  std::string candidate_fails_at;                             // a command the candidate answers with runtime_error
   double reference_seconds = 2e-3, candidate_seconds = 1e-3;  // each timed call
 };
 
 class ScriptedWorker : public WorkerPort {
  public:
-  ScriptedWorker(std::string role, Log& log, const Script& script) : role_(std::move(role)), log_(log), script_(script) {}
+  ScriptedWorker(std::string role, Log& log, const Script& script)
+      : role_(std::move(role)), log_(log), script_(script) {}
 
   Reply request(const json& command, std::chrono::duration<double>, Outputs, const Attachments&) override {
     const std::string cmd = command.at("cmd");
@@ -115,7 +116,9 @@ class ScriptedWorker : public WorkerPort {
     } else if (cmd == "trace") {
       h["trace"] = {{"library_ops", json::object()}, {"own_seconds", 0.0}, {"extension_calls", json::array()}};
     } else if (cmd == "probe") {
-      h["probe"] = {{"repeat_error", 0.0}, {"output_reuse", false}, {"poisoned", {{"error", 0.0}, {"nan_introduced", 0}, {"elements", 4}}}};
+      h["probe"] = {{"repeat_error", 0.0},
+                    {"output_reuse", false},
+                    {"poisoned", {{"error", 0.0}, {"nan_introduced", 0}, {"elements", 4}}}};
       h["outputs"] = {ipc::encode(torch::ones({4})).meta};
       reply.tensors.push_back(torch::ones({4}));
     } else if (cmd == "findings") {
@@ -138,7 +141,8 @@ class EvaluationSteps : public ::testing::Test {
   void SetUp() override {
     folder_ = std::filesystem::temp_directory_path() / ("kbv_steps_" + std::to_string(::getpid()));
     std::filesystem::create_directories(folder_);
-    for (const char* name : {"problem.py", "candidate.py"}) std::ofstream(folder_ / name) << "# read by no one: the workers are scripted\n";
+    for (const char* name : {"problem.py", "candidate.py"})
+      std::ofstream(folder_ / name) << "# read by no one: the workers are scripted\n";
   }
   void TearDown() override { remove_tree(folder_.string()); }
 
@@ -153,8 +157,8 @@ class EvaluationSteps : public ::testing::Test {
     ReferenceConfig config;
     config.problem = request.problem;
     config.protocol = request.protocol;
-    ReferenceSide reference(config,
-                            std::make_unique<ScriptedWorker>("reference", log_, script), ReferenceSide::Start::posted);
+    ReferenceSide reference(config, std::make_unique<ScriptedWorker>("reference", log_, script),
+                            ReferenceSide::Start::posted);
     WorkerRelay relay;
     relay.ready = std::make_unique<ScriptedWorker>("candidate", log_, script);
     relay.leaving = std::make_unique<ScriptedWorker>("previous", log_, script);
@@ -208,7 +212,8 @@ TEST_F(EvaluationSteps, RunInTheProtocolsOrder) {
   EXPECT_LT(first("candidate begin_shutdown"), first("reference sketches"));
   EXPECT_FALSE(has("candidate shutdown")) << dump();
   // Every check the candidate answered was compared in the reference's worker.
-  EXPECT_EQ(std::count(log_.begin(), log_.end(), "candidate check"), std::count(log_.begin(), log_.end(), "reference compare") - 1)
+  EXPECT_EQ(std::count(log_.begin(), log_.end(), "candidate check"),
+            std::count(log_.begin(), log_.end(), "reference compare") - 1)
       << "one comparison more: the probe's refreshed call";
 }
 

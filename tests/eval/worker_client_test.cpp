@@ -69,8 +69,8 @@ TEST(WorkerClient, APostedCommandPastItsDeadlineLosesTheWorkerAtTheNextRequest) 
 TEST(WorkerClient, KernelsLoadedAheadChangeNoFootprintDrawOrOutput) {
   const nlohmann::json protocol = protocol::to_json(protocol::preset("verified"));
   const std::string data = KBV_TEST_DATA_DIR;
-  const nlohmann::json load =
-      message(commands::Load{data + "/problem_cyclic_model.py", data + "/candidate_plain_linear.py", "cpu", protocol, nullptr});
+  const nlohmann::json load = message(
+      commands::Load{data + "/problem_cyclic_model.py", data + "/candidate_plain_linear.py", "cpu", protocol, nullptr});
   const nlohmann::json check = message(commands::Check{
       {{"family", "heavy"},
        {"params", {{"kind", "laplace"}, {"scale", 2.0}, {"outlier_fraction", 1e-3}, {"outlier_scale", 50.0}}},
@@ -99,9 +99,9 @@ TEST(WorkerClient, KernelsLoadedAheadChangeNoFootprintDrawOrOutput) {
 TEST(WorkerClient, TheReferencesWorkerComparesOutputsAsTheHostDoes) {
   const protocol::Protocol verified = protocol::preset("verified");
   WorkerClient worker("reference", launch());
-  worker.request(
-      message(commands::Load{std::string(KBV_EXAMPLES_DIR) + "/problems/1_ReLU.py", "", "cpu", protocol::to_json(verified), nullptr}),
-      60s);
+  worker.request(message(commands::Load{std::string(KBV_EXAMPLES_DIR) + "/problems/1_ReLU.py", "", "cpu",
+                                        protocol::to_json(verified), nullptr}),
+                 60s);
   const nlohmann::json draw = {{"family", "normal"}, {"params", {{"std", 2.0}}}, {"seed", 3}};
   const Reply measured = worker.request(message(commands::Check{draw, {"reference", "baseline"}, true}), 60s);
   const nlohmann::json& first = measured.header.at("results").at(0);
@@ -122,11 +122,13 @@ TEST(WorkerClient, TheReferencesWorkerComparesOutputsAsTheHostDoes) {
   for (const at::Tensor& x : {r.clone(), r + 1e-3 * at::randn_like(r), at::zeros_like(r), r.reshape({-1})}) {
     for (const bool scaled : {true, false}) {
       const check::OutputComparison host = check::compare_outputs({x}, {r}, rms, scaled, verified.atol, verified.rtol);
-      nlohmann::json command = message(commands::Compare{draw, rms, scaled, verified.atol, verified.rtol, nlohmann::json::array()});
+      nlohmann::json command =
+          message(commands::Compare{draw, rms, scaled, verified.atol, verified.rtol, nlohmann::json::array()});
       Attachments as_blob;
       as_blob.tensors.push_back(ipc::encode(x));
       command["outputs"] = {as_blob.tensors.back().meta};
-      const auto by_blob = check::comparison_from_json(worker.request(command, 60s, Outputs::owned, as_blob).header.at("comparison"));
+      const auto by_blob =
+          check::comparison_from_json(worker.request(command, 60s, Outputs::owned, as_blob).header.at("comparison"));
       candidate_side->begin_command();
       nlohmann::json placed = *candidate_side->place(x);
       placed["file"] = 0;

@@ -75,7 +75,8 @@ TEST(FindingCatalogue, HoldsEveryIdTheSourcesReportAndNoOther) {
   used.merge(matches(screen, std::regex(R"re(self\.add\("([a-z_]+)")re")));
   const auto calls = screen.find("CALLS = {");
   ASSERT_NE(calls, std::string::npos);
-  used.merge(matches(screen.substr(calls, screen.find("\n}", calls) - calls), std::regex(R"re(\n    "([a-z_]+)": \()re")));
+  used.merge(
+      matches(screen.substr(calls, screen.find("\n}", calls) - calls), std::regex(R"re(\n    "([a-z_]+)": \()re")));
   EXPECT_EQ(used, catalogue_ids());
 }
 

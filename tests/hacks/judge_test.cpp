@@ -51,7 +51,8 @@ TEST(Judge, AllocationIsNotLibraryWork) {
 }
 
 TEST(Judge, NoExtensionCallIsNoCustomKernel) {
-  const auto findings = judge_probe(clean_probe(cpu_trace(json::object(), 0, {{"aten::relu", 1e-4}})), kReluReference, 1e-4, kDetection);
+  const auto findings =
+      judge_probe(clean_probe(cpu_trace(json::object(), 0, {{"aten::relu", 1e-4}})), kReluReference, 1e-4, kDetection);
   ASSERT_NE(find(findings, "no_custom_kernel"), nullptr);
   EXPECT_EQ(find(findings, "no_custom_kernel")->severity, "error");
 }
@@ -85,7 +86,8 @@ TEST(Judge, CpuLibraryCallsBelowTheDispatcherAreNotItsOwnWork) {
   const json reference = {{"library_ops", {{"aten::linear", 2e-4}, {"aten::gelu", 5e-5}}}};
   json probe = clean_probe(cpu_trace({{"ext.mlp", 1}}, 3e-4, {{"aten::t", 1e-6}}));
   EXPECT_TRUE(judge_probe(probe, reference, 1e-4, kDetection).empty());  // what the trace alone says
-  probe["library_calls"] = {{{"symbol", "at::cpu::addmm(...)"}, {"library", "ATen below the dispatcher (at::cpu)"}, {"extension", "x"}}};
+  probe["library_calls"] = {
+      {{"symbol", "at::cpu::addmm(...)"}, {"library", "ATen below the dispatcher (at::cpu)"}, {"extension", "x"}}};
   const auto findings = judge_probe(probe, reference, 1e-4, kDetection);
   const Finding* none = find(findings, "no_custom_kernel");
   ASSERT_NE(none, nullptr);
@@ -97,9 +99,14 @@ TEST(Judge, GpuKernelsOfLibraryCallsLeaveTheOwnShare) {
   // The worker counted the cuBLAS kernel as the library's (its extension does not define it); its
   // own epilogue kernel is 20% of the work: a partial replacement, a warning with the calls.
   const json reference = {{"library_ops", {{"aten::linear", 2e-4}, {"aten::gelu", 5e-5}}}};
-  json trace = {{"extension_calls", {{"ext.mlp", 1}}}, {"own_seconds", 0.0}, {"library_ops", json::object()}, {"current_stream", 7},
-                {"kernels", {{{"name", "sm90_xmma_gemm"}, {"stream", 7}, {"seconds", 8e-5}, {"own", false}, {"after_return", false}},
-                             {{"name", "gelu_kernel(float*)"}, {"stream", 7}, {"seconds", 2e-5}, {"own", true}, {"after_return", false}}}}};
+  json trace = {
+      {"extension_calls", {{"ext.mlp", 1}}},
+      {"own_seconds", 0.0},
+      {"library_ops", json::object()},
+      {"current_stream", 7},
+      {"kernels",
+       {{{"name", "sm90_xmma_gemm"}, {"stream", 7}, {"seconds", 8e-5}, {"own", false}, {"after_return", false}},
+        {{"name", "gelu_kernel(float*)"}, {"stream", 7}, {"seconds", 2e-5}, {"own", true}, {"after_return", false}}}}};
   json probe = clean_probe(trace);
   probe["library_calls"] = {{{"symbol", "cublasSgemm_v2"}, {"library", "cuBLAS"}, {"extension", "x"}}};
   const auto findings = judge_probe(probe, reference, 1e-4, kDetection);
@@ -109,9 +116,13 @@ TEST(Judge, GpuKernelsOfLibraryCallsLeaveTheOwnShare) {
 }
 
 TEST(Judge, KernelsOnAnotherStreamAreSideStream) {
-  const json trace = {{"extension_calls", {{"ext.relu", 1}}}, {"own_seconds", 0.0},
-                      {"library_ops", json::object()}, {"current_stream", 7},
-                      {"kernels", {{{"name", "relu_kernel"}, {"stream", 13}, {"seconds", 2e-5}, {"own", true}, {"after_return", true}}}}};
+  const json trace = {
+      {"extension_calls", {{"ext.relu", 1}}},
+      {"own_seconds", 0.0},
+      {"library_ops", json::object()},
+      {"current_stream", 7},
+      {"kernels",
+       {{{"name", "relu_kernel"}, {"stream", 13}, {"seconds", 2e-5}, {"own", true}, {"after_return", true}}}}};
   const auto findings = judge_probe(clean_probe(trace), kReluReference, 1e-4, kDetection);
   const Finding* side = find(findings, "side_stream");
   ASSERT_NE(side, nullptr);
@@ -120,9 +131,16 @@ TEST(Judge, KernelsOnAnotherStreamAreSideStream) {
 }
 
 TEST(Judge, GpuWithoutOwnKernelIsNoCustomKernel) {
-  const json trace = {{"extension_calls", json::object()}, {"own_seconds", 0.0},
-                      {"library_ops", {{"aten::relu", 1e-5}}}, {"current_stream", 7},
-                      {"kernels", {{{"name", "vectorized_elementwise_kernel"}, {"stream", 7}, {"seconds", 2e-5}, {"own", false}, {"after_return", false}}}}};
+  const json trace = {{"extension_calls", json::object()},
+                      {"own_seconds", 0.0},
+                      {"library_ops", {{"aten::relu", 1e-5}}},
+                      {"current_stream", 7},
+                      {"kernels",
+                       {{{"name", "vectorized_elementwise_kernel"},
+                         {"stream", 7},
+                         {"seconds", 2e-5},
+                         {"own", false},
+                         {"after_return", false}}}}};
   EXPECT_NE(find(judge_probe(clean_probe(trace), kReluReference, 1e-4, kDetection), "no_custom_kernel"), nullptr);
 }
 
@@ -130,13 +148,27 @@ TEST(Judge, LibraryKernelsReplayedFromAGraphAreNoCustomKernel) {
   // The worker counted the replayed GEMM and GELU as the library's (no extension defines them); the
   // copy into the graph's static input ran in an aten op. Nothing was the candidate's own.
   const json reference = {{"library_ops", {{"aten::linear", 2e-4}, {"aten::gelu", 5e-5}}}};
-  const json trace = {{"extension_calls", json::object()}, {"own_seconds", 0.0}, {"library_ops", {{"aten::copy_", 1e-5}}},
-                      {"current_stream", 7},
-                      {"kernels", {{{"name", "sm90_xmma_gemm"}, {"stream", 7}, {"seconds", 8e-5}, {"own", false}, {"graph", true},
-                                    {"triton", false}, {"after_return", false}},
-                                   {{"name", "vectorized_elementwise_kernel"}, {"stream", 7}, {"seconds", 2e-5}, {"own", false},
-                                    {"graph", true}, {"triton", false}, {"after_return", false}},
-                                   {{"name", "copy_kernel"}, {"stream", 7}, {"seconds", 1e-5}, {"own", false}, {"after_return", false}}}}};
+  const json trace = {
+      {"extension_calls", json::object()},
+      {"own_seconds", 0.0},
+      {"library_ops", {{"aten::copy_", 1e-5}}},
+      {"current_stream", 7},
+      {"kernels",
+       {{{"name", "sm90_xmma_gemm"},
+         {"stream", 7},
+         {"seconds", 8e-5},
+         {"own", false},
+         {"graph", true},
+         {"triton", false},
+         {"after_return", false}},
+        {{"name", "vectorized_elementwise_kernel"},
+         {"stream", 7},
+         {"seconds", 2e-5},
+         {"own", false},
+         {"graph", true},
+         {"triton", false},
+         {"after_return", false}},
+        {{"name", "copy_kernel"}, {"stream", 7}, {"seconds", 1e-5}, {"own", false}, {"after_return", false}}}}};
   const auto findings = judge_probe(clean_probe(trace), reference, 1e-4, kDetection);
   const Finding* none = find(findings, "no_custom_kernel");
   ASSERT_NE(none, nullptr);
@@ -159,7 +191,8 @@ TEST(Judge, ComputeOpsOnlyInTimedCallsAreWatchedOnly) {
 TEST(Judge, WorkDoneOnSomeCallsForOthersIsUnevenCalls) {
   using kbv::hacks::judge_uneven_calls;
   // Two sets per round. Honest: every call about 10 us, with noise on both sides.
-  const std::vector<double> steady = {10e-6, 11e-6, 10e-6, 12e-6, 10e-6, 10e-6, 11e-6, 10e-6, 13e-6, 10e-6, 10e-6, 11e-6};
+  const std::vector<double> steady = {10e-6, 11e-6, 10e-6, 12e-6, 10e-6, 10e-6,
+                                      11e-6, 10e-6, 13e-6, 10e-6, 10e-6, 11e-6};
   EXPECT_FALSE(judge_uneven_calls(steady, steady, 2));
   // Honest, on a busy machine: a third of the calls slowed (100 -> 200 us) by another process,
   // which lifts more than half the rounds; the rounds it left alone say the calls are even.
@@ -209,11 +242,18 @@ TEST(Judge, FloorIsHalfACopyOfTheOutput) {
 
 // The ledgers of 1_ReLU on the CPU machine (2026-12-07): the baseline's, an honest candidate's and
 // the seed-snooping hack's, whose task replayed every draw between the calls.
-const json kBaselineCpu = {{"calls", 1496}, {"fills", 200}, {"main_thread_seconds", 0.4118},
-                           {"other_threads_in_calls_seconds", 0.0583}, {"process_seconds", 0.4831}};
+const json kBaselineCpu = {{"calls", 1496},
+                           {"fills", 200},
+                           {"main_thread_seconds", 0.4118},
+                           {"other_threads_in_calls_seconds", 0.0583},
+                           {"process_seconds", 0.4831}};
 json candidate_cpu(double outside, double main, double in_calls) {
-  return {{"calls", 1282},           {"fills", 200},          {"main_thread_seconds", main},
-          {"other_threads_in_calls_seconds", in_calls}, {"outside_seconds", outside}, {"source", "cgroup v1"},
+  return {{"calls", 1282},
+          {"fills", 200},
+          {"main_thread_seconds", main},
+          {"other_threads_in_calls_seconds", in_calls},
+          {"outside_seconds", outside},
+          {"source", "cgroup v1"},
           {"threads_started_since_import", json::array({"PTThreadPool"})}};
 }
 
@@ -240,8 +280,10 @@ TEST(Judge, UntimedWorkNeedsTheWorkersCpuTimeReadFromOutside) {
 
 // The GPU ledger's totals (worker/gpu_work_accounts.h) of one side's timing.
 json gpu_totals(double outside, double windows, long timed_calls) {
-  return {{"timed_calls", timed_calls}, {"windows_seconds", windows}, {"outside_seconds", outside}, {"foreign_seconds", 0.0},
-          {"foreign_records", 0},       {"unknown_launches", 0},       {"covers_missing", 0},       {"dropped", 0}};
+  return {{"timed_calls", timed_calls}, {"windows_seconds", windows},
+          {"outside_seconds", outside}, {"foreign_seconds", 0.0},
+          {"foreign_records", 0},       {"unknown_launches", 0},
+          {"covers_missing", 0},        {"dropped", 0}};
 }
 
 TEST(Judge, DeviceWorkOutsideTheWindowsBeyondTheAllowanceIsUntimed) {
@@ -287,7 +329,8 @@ TEST(Judge, ADeviceLedgerMissingOnlyInTheCandidateIsUntimedWork) {
 
 TEST(Judge, MergeKeepsOneFindingPerIdWithTheHighestSeverity) {
   std::vector<Finding> all = {{"global_state_tamper", "warning", json::array({{{"source", "static"}}})}};
-  merge(all, {{"global_state_tamper", "error", {{"source", "runtime"}}}, {"host_timing", "warning", {{"source", "static"}}}});
+  merge(all, {{"global_state_tamper", "error", {{"source", "runtime"}}},
+              {"host_timing", "warning", {{"source", "static"}}}});
   ASSERT_EQ(all.size(), 2u);
   EXPECT_EQ(all[0].severity, "error");
   EXPECT_EQ(all[0].evidence.size(), 2u);

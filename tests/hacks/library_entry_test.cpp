@@ -13,7 +13,9 @@ using kbv::hacks::library_entry;
 bool some_ops(std::string_view name) { return name == "addmm" || name == "gelu" || name == "relu_"; }
 
 TEST(LibraryEntry, AtenBackendOpsAndImplementationsAreEntries) {
-  EXPECT_EQ(library_entry("at::cpu::addmm(at::Tensor const&, at::Tensor const&, at::Tensor const&, c10::Scalar const&, c10::Scalar const&)", some_ops),
+  EXPECT_EQ(library_entry("at::cpu::addmm(at::Tensor const&, at::Tensor const&, at::Tensor const&, c10::Scalar const&, "
+                          "c10::Scalar const&)",
+                          some_ops),
             "ATen below the dispatcher (at::cpu)");
   EXPECT_EQ(library_entry("at::cuda::gelu_out(at::Tensor&, at::Tensor const&, c10::basic_string_view<char>)", some_ops),
             "ATen below the dispatcher (at::cuda)");
@@ -44,7 +46,9 @@ TEST(LibraryEntry, TheDispatchersEntriesAndUtilitiesAreNot) {
 TEST(ElfSymbols, ReadsThisBinarysImportsAndFunctions) {
   const kbv::hacks::ElfFunctions functions = kbv::hacks::read_elf_functions("/proc/self/exe");
   EXPECT_TRUE(functions.imported.count("memcpy") || functions.imported.count("malloc"));
-  EXPECT_TRUE(functions.defined.count("kbv::hacks::read_elf_functions(std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > const&)"));
+  EXPECT_TRUE(
+      functions.defined.count("kbv::hacks::read_elf_functions(std::__cxx11::basic_string<char, std::char_traits<char>, "
+                              "std::allocator<char> > const&)"));
   EXPECT_THROW(kbv::hacks::read_elf_functions("/proc/self/status"), std::runtime_error);
 }
 

@@ -45,12 +45,10 @@ c10::cuda::CUDAStreamGuard guard(c10::cuda::getStreamFromPool(/*isHighPriority=*
 auto other = at :: cuda ::
     getStreamFromPool();
 cudaGraphLaunch(graph_exec, stream);)cu";
-  EXPECT_EQ(screen(src), (Lines{"1 side_stream at::cuda::getStreamFromPool",
-                                "2 side_stream c10::cuda::getStreamFromPool",
-                                "3 side_stream ::cudaStreamCreateWithFlags",
-                                "3 side_stream cudaStreamNonBlocking",
-                                "4 side_stream at::cuda::getStreamFromPool",
-                                "6 side_stream cudaGraphLaunch"}));
+  EXPECT_EQ(screen(src),
+            (Lines{"1 side_stream at::cuda::getStreamFromPool", "2 side_stream c10::cuda::getStreamFromPool",
+                   "3 side_stream ::cudaStreamCreateWithFlags", "3 side_stream cudaStreamNonBlocking",
+                   "4 side_stream at::cuda::getStreamFromPool", "6 side_stream cudaGraphLaunch"}));
 }
 
 TEST(SourceScreen, RawAllocation) {
@@ -68,9 +66,9 @@ using namespace std::chrono;
 auto t1 = chrono::steady_clock::now();
 cudaEventElapsedTime(&ms, start, stop);
 clock_gettime(CLOCK_MONOTONIC, &ts);)cu";
-  EXPECT_EQ(screen(src), (Lines{"1 host_timing std::chrono::high_resolution_clock::now",
-                                "2 host_timing std::chrono", "3 host_timing chrono::steady_clock::now",
-                                "4 host_timing cudaEventElapsedTime", "5 host_timing clock_gettime"}));
+  EXPECT_EQ(screen(src), (Lines{"1 host_timing std::chrono::high_resolution_clock::now", "2 host_timing std::chrono",
+                                "3 host_timing chrono::steady_clock::now", "4 host_timing cudaEventElapsedTime",
+                                "5 host_timing clock_gettime"}));
 }
 
 TEST(SourceScreen, GlobalStateTamper) {
@@ -93,8 +91,8 @@ unsigned n = std::thread::hardware_concurrency();
 int fork = 2; thread t;)cu";
   // std::launch::async is a policy, not std::async; hardware_concurrency starts nothing; a bare
   // `thread` or an uncalled `fork` is just a name.
-  EXPECT_EQ(screen(src), (Lines{"1 background_thread std::thread", "3 background_thread std::async",
-                                "4 background_thread fork"}));
+  EXPECT_EQ(screen(src),
+            (Lines{"1 background_thread std::thread", "3 background_thread std::async", "4 background_thread fork"}));
 }
 
 TEST(SourceScreen, TorchsOwnWaysToStartWorkAndTheGeneratorsSeed) {
@@ -105,8 +103,9 @@ at::Generator g = at::detail::getDefaultCPUGenerator();
 uint64_t seed = g.current_seed();
 auto mine = at::detail::createCPUGenerator(seed);)cu";
   // A launch policy starts nothing; a generator of its own tells nothing of kbv's draws.
-  EXPECT_EQ(screen(src), (Lines{"1 background_thread at::launch", "2 background_thread at::internal::intraop_launch",
-                                "4 generator_read at::detail::getDefaultCPUGenerator", "5 generator_read current_seed"}));
+  EXPECT_EQ(screen(src),
+            (Lines{"1 background_thread at::launch", "2 background_thread at::internal::intraop_launch",
+                   "4 generator_read at::detail::getDefaultCPUGenerator", "5 generator_read current_seed"}));
 }
 
 TEST(SourceScreen, PrecisionDowngrade) {
@@ -119,10 +118,9 @@ nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> acc;
 auto h = x.to(torch::kHalf);
 c10::Half v; Half w;)cu";
   EXPECT_EQ(screen(src), (Lines{"3 precision_downgrade __half", "3 precision_downgrade __float2half",
-                                "4 precision_downgrade __half2float",
-                                "6 precision_downgrade nvcuda::wmma::fragment",
-                                "6 precision_downgrade nvcuda::wmma::accumulator",
-                                "7 precision_downgrade torch::kHalf", "8 precision_downgrade c10::Half"}));
+                                "4 precision_downgrade __half2float", "6 precision_downgrade nvcuda::wmma::fragment",
+                                "6 precision_downgrade nvcuda::wmma::accumulator", "7 precision_downgrade torch::kHalf",
+                                "8 precision_downgrade c10::Half"}));
 }
 
 TEST(SourceScreen, CommentsAndLiteralsAreIgnored) {
@@ -180,8 +178,8 @@ bool use_half2 = false; int forked = 0; int chrono = 1;)cu";
 TEST(SourceScreen, EachFindingTokenLineOnceInLineOrder) {
   const char* src = R"cu(cudaMalloc(&a, 4); cudaMalloc(&b, 4);
 setenv("A", "1", 1); cudaMalloc(&c, 4);)cu";
-  EXPECT_EQ(screen(src), (Lines{"1 raw_allocation cudaMalloc", "2 global_state_tamper setenv",
-                                "2 raw_allocation cudaMalloc"}));
+  EXPECT_EQ(screen(src),
+            (Lines{"1 raw_allocation cudaMalloc", "2 global_state_tamper setenv", "2 raw_allocation cudaMalloc"}));
 }
 
 TEST(SourceScreen, ExcerptIsTrimmedAndCut) {

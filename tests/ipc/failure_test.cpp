@@ -10,9 +10,9 @@ namespace kbv::ipc {
 namespace {
 
 TEST(FailureKind, EachNameReadsBackAsItsKind) {
-  for (const FailureKind kind : {FailureKind::compile_error, FailureKind::runtime_error, FailureKind::crash,
-                                 FailureKind::incorrect, FailureKind::problem_error, FailureKind::reference_error,
-                                 FailureKind::no_device, FailureKind::internal}) {
+  for (const FailureKind kind :
+       {FailureKind::compile_error, FailureKind::runtime_error, FailureKind::crash, FailureKind::incorrect,
+        FailureKind::problem_error, FailureKind::reference_error, FailureKind::no_device, FailureKind::internal}) {
     EXPECT_EQ(failure_kind(name(kind)), kind) << name(kind);
   }
   EXPECT_EQ(name(FailureKind::compile_error), "compile_error");

@@ -21,7 +21,8 @@ json quiet_host() { return {{"other_cores", 0.05}, {"steal_share", 0.0}}; }
 
 std::vector<std::string> ids(const json& judgement) {
   std::vector<std::string> out;
-  for (const json& reason : judgement.at("reasons")) out.push_back(reason.at("id").get<std::string>() + "/" + reason.at("side").get<std::string>());
+  for (const json& reason : judgement.at("reasons"))
+    out.push_back(reason.at("id").get<std::string>() + "/" + reason.at("side").get<std::string>());
   return out;
 }
 
@@ -41,7 +42,8 @@ TEST(Stability, ANoisyNeighbourAndTwoGroupsOfSamplesAreNamed) {
   const std::vector<double> c = around(2e-4, 100);
   const json judged = judge_stability({b, {}, {{"other_cores", 1.4}, {"steal_share", 0.0}}}, {c, {}, quiet_host()}, {});
   EXPECT_FALSE(judged.at("reliable"));
-  EXPECT_EQ(ids(judged), (std::vector<std::string>{"host_contention/baseline", "scattered_samples/baseline", "drift/baseline"}));
+  EXPECT_EQ(ids(judged),
+            (std::vector<std::string>{"host_contention/baseline", "scattered_samples/baseline", "drift/baseline"}));
 }
 
 // kernelbench's 100 calls of a small kernel fill ~15 ms: a clock tick more or less is most of a
@@ -100,7 +102,8 @@ TEST(Stability, AHostPathBeyondItsLaunchCoverIsHostBound) {
   const std::vector<double> slow_launch = around(203e-6, 50), quick_launch = around(56e-6, 50);
   EXPECT_EQ(ids(judge_stability({b, slow_launch, quiet_host(), 100e-6}, {c, quick_launch, quiet_host(), 100e-6}, {})),
             (std::vector<std::string>{"host_bound/baseline"}));
-  EXPECT_TRUE(judge_stability({b, slow_launch, quiet_host(), 260e-6}, {c, quick_launch, quiet_host(), 100e-6}, {}).at("reliable"));
+  EXPECT_TRUE(judge_stability({b, slow_launch, quiet_host(), 260e-6}, {c, quick_launch, quiet_host(), 100e-6}, {})
+                  .at("reliable"));
   EXPECT_TRUE(judge_stability({b, slow_launch, quiet_host()}, {c, quick_launch, quiet_host()}, {}).at("reliable"));
 }
 

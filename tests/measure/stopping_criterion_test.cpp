@@ -15,8 +15,7 @@ namespace {
 
 // Feeds next(i) for i = 0, 1, ... until the criterion finishes (or `limit` samples, to keep a
 // broken rule from looping forever) and returns how many samples it took.
-int run_until_finished(StoppingCriterion& criterion, const std::function<double(int)>& next,
-                       int limit = 100000) {
+int run_until_finished(StoppingCriterion& criterion, const std::function<double(int)>& next, int limit = 100000) {
   int i = 0;
   while (!criterion.is_finished() && i < limit) criterion.add_measurement(next(i++));
   return i;

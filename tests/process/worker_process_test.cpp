@@ -163,7 +163,7 @@ TEST(WorkerProcess, HungChildTimesOutAndIsKilled) {
   EXPECT_EQ(status.code, 9);
   EXPECT_EQ(status.describe(), "killed by signal 9 (SIGKILL)");
   EXPECT_EQ(worker.wait().describe(), status.describe());  // idempotent
-  worker.kill();  // after reaping: a no-op
+  worker.kill();                                           // after reaping: a no-op
 }
 
 TEST(WorkerProcess, ExitCodeIsReported) {
@@ -237,8 +237,10 @@ TEST(WorkerProcess, ChildGetsDevNullStdinTheChannelAndNoOtherFds) {
   const int leaked = fcntl(2, F_DUPFD, 10);  // no O_CLOEXEC: only the child-side close keeps it out
   ASSERT_GE(leaked, 10);
   const std::string n = std::to_string(leaked);
-  WorkerProcess worker = start_sh("readlink /proc/$$/fd/0 >&2; readlink /proc/$$/fd/3 /proc/$$/fd/4 | cut -c1-5 >&2;"
-                                  "test -e /proc/$$/fd/" + n + " && echo leaked >&2; exit 0");
+  WorkerProcess worker = start_sh(
+      "readlink /proc/$$/fd/0 >&2; readlink /proc/$$/fd/3 /proc/$$/fd/4 | cut -c1-5 >&2;"
+      "test -e /proc/$$/fd/" +
+      n + " && echo leaked >&2; exit 0");
   EXPECT_EQ(worker.receive(Clock::now() + 10s).status, Received::Status::closed);
   worker.wait();
   close(leaked);

@@ -151,7 +151,8 @@ TEST(Zygote, PreloadsCppExtensionAndKeepsBytecodeInKbvsCache) {
 TEST(Zygote, LeavesAUsersBytecodeChoicesAlone) {
   const fs::path dir = scratch("user_prefix");
   const fs::path theirs = dir / "theirs";
-  EXPECT_EQ(forked_python_facts(dir, {{"PYTHONDONTWRITEBYTECODE", "1"}, {"PYTHONPYCACHEPREFIX", theirs.string()},
+  EXPECT_EQ(forked_python_facts(dir, {{"PYTHONDONTWRITEBYTECODE", "1"},
+                                      {"PYTHONPYCACHEPREFIX", theirs.string()},
                                       {"KBV_CACHE", (dir / "cache").string()}}),
             "True True " + theirs.string() + " -");
   EXPECT_FALSE(fs::exists(dir / "cache" / "pycache"));

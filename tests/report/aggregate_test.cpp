@@ -13,7 +13,8 @@ namespace kbv::report {
 namespace {
 
 const std::vector<RunResults>& sample_results() {
-  static const std::vector<RunResults> results = read_results(fixtures::write_sample_store(fixtures::fresh_dir("aggregate")).string());
+  static const std::vector<RunResults> results =
+      read_results(fixtures::write_sample_store(fixtures::fresh_dir("aggregate")).string());
   return results;
 }
 
@@ -67,7 +68,8 @@ TEST(Aggregate, FastPCountsOnlyPassesAboveTheThreshold) {
   // Passing speedups 2.0, 0.5, 1.0 over 6 candidates; the hack's 10x never counts.
   // fast_0 = 3/6; > 0.5: {2, 1} = 2/6; > 0.8: 2/6; > 1: {2} = 1/6 (1.0 is not > 1); > 1.5: 1/6; > 2: 0.
   const std::array<double, 6> expected{3.0 / 6, 2.0 / 6, 2.0 / 6, 1.0 / 6, 1.0 / 6, 0.0};
-  for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_DOUBLE_EQ(s.fast_p[i], expected[i]) << "p = " << kFastPThresholds[i];
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    EXPECT_DOUBLE_EQ(s.fast_p[i], expected[i]) << "p = " << kFastPThresholds[i];
   EXPECT_DOUBLE_EQ(fast_p(s, 0.99), 2.0 / 6);  // the curve between thresholds
   EXPECT_DOUBLE_EQ(fast_p(s, 1.99), 1.0 / 6);
 }

@@ -15,7 +15,8 @@ CandidateQuery where(std::string run, std::string verdict, std::string protocol,
 }
 
 const std::vector<RunResults>& sample_runs() {
-  static const std::vector<RunResults> runs = read_results(fixtures::write_sample_store(fixtures::fresh_dir("candidates")).string());
+  static const std::vector<RunResults> runs =
+      read_results(fixtures::write_sample_store(fixtures::fresh_dir("candidates")).string());
   return runs;
 }
 

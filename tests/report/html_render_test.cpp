@@ -31,7 +31,8 @@ std::string find_chromium() {
 }
 
 std::string dump_dom(const std::string& chromium, const fs::path& page) {
-  const std::string command = chromium + " --headless --no-sandbox --disable-gpu --dump-dom --virtual-time-budget=2000 'file://" +
+  const std::string command = chromium +
+                              " --headless --no-sandbox --disable-gpu --dump-dom --virtual-time-budget=2000 'file://" +
                               page.string() + "' 2>/dev/null";
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return "";

@@ -12,8 +12,8 @@
 namespace kbv::report::fixtures {
 namespace {
 
-using nlohmann::json;
 using kbv::store::Store;
+using nlohmann::json;
 
 struct Outcome {
   std::string verdict;
@@ -26,21 +26,27 @@ struct Outcome {
 
 // A record shaped like `kbv eval --json`'s, with the fields the store indexes.
 json record(const std::string& protocol, const Outcome& o) {
-  json r = {{"problem", "p.py"}, {"candidate", "c.py"}, {"device", "cuda"}, {"protocol", {{"name", protocol}}},
-            {"verdict", o.verdict}, {"verdict_reason", o.reason}, {"findings", json::array()}, {"timing", json::object()},
-            {"memory", json::object()}, {"wall_seconds", 1.0}};
+  json r = {{"problem", "p.py"},         {"candidate", "c.py"},
+            {"device", "cuda"},          {"protocol", {{"name", protocol}}},
+            {"verdict", o.verdict},      {"verdict_reason", o.reason},
+            {"findings", json::array()}, {"timing", json::object()},
+            {"memory", json::object()},  {"wall_seconds", 1.0}};
   if (o.speedup) {
-    r["timing"] = {{"baseline_ms", 1.0}, {"candidate_ms", 1.0 / *o.speedup}, {"speedup", *o.speedup},
+    r["timing"] = {{"baseline_ms", 1.0},
+                   {"candidate_ms", 1.0 / *o.speedup},
+                   {"speedup", *o.speedup},
                    {"speedup_ci", {0.9 * *o.speedup, 1.1 * *o.speedup}}};
   }
   if (o.peak_ratio) r["memory"]["peak_ratio"] = *o.peak_ratio;
   if (o.raises_peak) r["memory"]["raises_peak"] = *o.raises_peak;
-  for (const auto& [id, severity] : o.findings) r["findings"].push_back({{"id", id}, {"severity", severity}, {"evidence", {}}});
+  for (const auto& [id, severity] : o.findings)
+    r["findings"].push_back({{"id", id}, {"severity", severity}, {"evidence", {}}});
   return r;
 }
 
 void add(Store& store, std::int64_t candidate, const std::string& protocol, const Outcome& outcome) {
-  store.add_record(candidate, protocol, "cuda", std::nullopt, store.environment({{"device", "cuda"}}), record(protocol, outcome));
+  store.add_record(candidate, protocol, "cuda", std::nullopt, store.environment({{"device", "cuda"}}),
+                   record(protocol, outcome));
 }
 
 // A finding shaped like `kbv audit --json`'s.
@@ -109,7 +115,8 @@ std::filesystem::path write_sample_store(const std::filesystem::path& dir) {
   const auto custom = store.problem({"/kb/custom/7_Thing.py", std::nullopt, 7, "Thing", "k4"});
   // Audited on another device only: not audited for its cuda record.
   store.add_audit(custom, "k4", "cpu", json::array({audit_finding("stochastic_reference", false)}), "");
-  add(store, store.candidate(c, custom, {"/s/c/thing.py", std::nullopt, "c1"}), "verified", {"timeout", {}, {}, {}, {}});
+  add(store, store.candidate(c, custom, {"/s/c/thing.py", std::nullopt, "c1"}), "verified",
+      {"timeout", {}, {}, {}, {}});
 
   // The invocations that wrote them: a kbv run over model-a and model-c on two GPUs, a kbv serve
   // for model-a; none for model-b.

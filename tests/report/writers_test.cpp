@@ -110,35 +110,36 @@ TEST(Writers, SummaryJsonHoldsTheAggregatesUnderStableKeys) {
 
 TEST(Writers, MarkdownHasTheTables) {
   const std::string md = read(sample_report() / "report.md");
-  for (const char* expected : {
-           "## Run model-a", "## Run model-b", "## Run model-c", "### Verdicts", "### Speed", "### Memory",
-           "### Findings", "### verified vs kernelbench", "### Unmatched files", "### Failed evaluations",
-           "| /s/b/level_1_problem_1_sample_0_kernel.py | verified | cuda | reference worker died |",
-           "| level | protocol | device | fast_0 | fast_0.5 | fast_0.8 | fast_1 | fast_1.5 | fast_2 | geomean speedup | 95% CI |",
-           // all levels, verified: 50%, 33.3%, 33.3%, 16.7%, 16.7%, 0%; geomean 1 over 3, CI 0.5 - 2.
-           "| all | verified | cuda | 50.0% | 33.3% | 33.3% | 16.7% | 16.7% | 0.0% | 1.00x over 3 passing | 0.50x - 2.00x |",
-           "| 2 | verified | cuda | 0.0% | 0.0% | 0.0% | 0.0% | 0.0% | 0.0% | no passing candidates | - |",
-           "| timing_anomaly | verified | cuda | 1 | 0 |",
-           // gap row, all levels: 60% vs 100% (+40 pp), fast_1 20% vs 80% (+60 pp), geomean +0.77.
-           "| all | cuda | 5 | 60.0% | 100.0% | +40.0 pp | 20.0% | 80.0% | +60.0 pp | 1.00x over 3 passing | 1.77x over 5 passing | +0.77 | 2 | 0 |",
-           "| /s/b/notes \\| draft.txt | no problem matches its name |",  // the pipe escaped
-           "_no records_",
-           // The audit: said at the top, per run, per problem and per group.
-           "**2 candidates are on problems with a defect the verified protocol does not cure",
-           "0 failed evaluations. 2 candidates on problems with an uncured defect, counted in every number.",
-           "### Problem audit", "Audited clean: 1; not audited: 0.", "Audited clean: 0; not audited: 1.",
-           "| level | problem | device | findings | candidates |",
-           "| 1 | 1_ReLU | cuda | identity_under_inputs (cured: yes) | 2 |",
-           "| 1 | 2_Softmax | cuda | near_zero_output (cured: yes), constant_output (cured: NO) | 2 |",
-           "_no audit findings_",
-           "| level | protocol | device | candidates | problems | on uncured problems | pass |",
-           "| all | verified | cuda | 6 | 3 | 2 | 3 | 1 | 1 | 0 | 1 | 0 | 0 | 0 | 0 | 50.0% | 2 |",
-           "| all | kernelbench | cuda | 5 | 3 | 2 | 5 |",
-           "| 1.00x over 3 passing | 0.50x - 2.00x | 1 |",
-           // Each lane's device busy share, and a run no invocation of which kept its lanes.
-           "### Device busy share", "| when | command | device | lane | evaluations | busy share | device s | wall s |",
-           "| run | cuda | 0 | 10 | 80.0% | 80.0 | 100.0 |", "| run | cuda | 1 | 5 | 50.0% | 45.0 | 90.0 |",
-           "| serve | cuda | 0 | 2 | 20.0% | 10.0 | 50.0 |", "_none kept: no kbv run or kbv serve"}) {
+  for (const char* expected :
+       {"## Run model-a", "## Run model-b", "## Run model-c", "### Verdicts", "### Speed", "### Memory", "### Findings",
+        "### verified vs kernelbench", "### Unmatched files", "### Failed evaluations",
+        "| /s/b/level_1_problem_1_sample_0_kernel.py | verified | cuda | reference worker died |",
+        "| level | protocol | device | fast_0 | fast_0.5 | fast_0.8 | fast_1 | fast_1.5 | fast_2 | geomean speedup | "
+        "95% CI |",
+        // all levels, verified: 50%, 33.3%, 33.3%, 16.7%, 16.7%, 0%; geomean 1 over 3, CI 0.5 - 2.
+        "| all | verified | cuda | 50.0% | 33.3% | 33.3% | 16.7% | 16.7% | 0.0% | 1.00x over 3 passing | 0.50x - 2.00x "
+        "|",
+        "| 2 | verified | cuda | 0.0% | 0.0% | 0.0% | 0.0% | 0.0% | 0.0% | no passing candidates | - |",
+        "| timing_anomaly | verified | cuda | 1 | 0 |",
+        // gap row, all levels: 60% vs 100% (+40 pp), fast_1 20% vs 80% (+60 pp), geomean +0.77.
+        "| all | cuda | 5 | 60.0% | 100.0% | +40.0 pp | 20.0% | 80.0% | +60.0 pp | 1.00x over 3 passing | 1.77x over 5 "
+        "passing | +0.77 | 2 | 0 |",
+        "| /s/b/notes \\| draft.txt | no problem matches its name |",  // the pipe escaped
+        "_no records_",
+        // The audit: said at the top, per run, per problem and per group.
+        "**2 candidates are on problems with a defect the verified protocol does not cure",
+        "0 failed evaluations. 2 candidates on problems with an uncured defect, counted in every number.",
+        "### Problem audit", "Audited clean: 1; not audited: 0.", "Audited clean: 0; not audited: 1.",
+        "| level | problem | device | findings | candidates |",
+        "| 1 | 1_ReLU | cuda | identity_under_inputs (cured: yes) | 2 |",
+        "| 1 | 2_Softmax | cuda | near_zero_output (cured: yes), constant_output (cured: NO) | 2 |",
+        "_no audit findings_", "| level | protocol | device | candidates | problems | on uncured problems | pass |",
+        "| all | verified | cuda | 6 | 3 | 2 | 3 | 1 | 1 | 0 | 1 | 0 | 0 | 0 | 0 | 50.0% | 2 |",
+        "| all | kernelbench | cuda | 5 | 3 | 2 | 5 |", "| 1.00x over 3 passing | 0.50x - 2.00x | 1 |",
+        // Each lane's device busy share, and a run no invocation of which kept its lanes.
+        "### Device busy share", "| when | command | device | lane | evaluations | busy share | device s | wall s |",
+        "| run | cuda | 0 | 10 | 80.0% | 80.0 | 100.0 |", "| run | cuda | 1 | 5 | 50.0% | 45.0 | 90.0 |",
+        "| serve | cuda | 0 | 2 | 20.0% | 10.0 | 50.0 |", "_none kept: no kbv run or kbv serve"}) {
     EXPECT_NE(md.find(expected), std::string::npos) << "missing: " << expected;
   }
 }
@@ -152,22 +153,24 @@ TEST(Writers, ExcludingUncuredSaysSoAndChangesEveryNumber) {
   ::testing::internal::GetCapturedStdout();
   // Values from aggregate_test: without c3 and c4, verified passes 2 of 4 (2.0 and 0.5).
   const std::string md = read(dir / "out" / "report.md");
-  for (const char* expected : {
-           "**Candidates on problems with a defect the verified protocol does not cure are left out of every "
-           "number: 2 candidates excluded",
-           "6 candidate files, 0 unmatched, 7 records, 0 failed evaluations. 2 candidates on problems with an uncured "
-           "defect, left out of every number.",
-           "| 1 | 2_Softmax | cuda | near_zero_output (cured: yes), constant_output (cured: NO) | 2 |",
-           "| all | verified | cuda | 4 | 2 | 0 | 2 | 1 | 0 | 0 | 1 | 0 | 0 | 0 | 0 | 50.0% | 1 |",
-           "| all | verified | cuda | 50.0% | 25.0% | 25.0% | 25.0% | 25.0% | 0.0% | 1.00x over 2 passing | 0.50x - 2.00x | 0 |",
-           "| all | cuda | 3 | 66.7% | 100.0% | +33.3 pp | 33.3% | 66.7% | +33.3 pp |"}) {
+  for (const char* expected :
+       {"**Candidates on problems with a defect the verified protocol does not cure are left out of every "
+        "number: 2 candidates excluded",
+        "6 candidate files, 0 unmatched, 7 records, 0 failed evaluations. 2 candidates on problems with an uncured "
+        "defect, left out of every number.",
+        "| 1 | 2_Softmax | cuda | near_zero_output (cured: yes), constant_output (cured: NO) | 2 |",
+        "| all | verified | cuda | 4 | 2 | 0 | 2 | 1 | 0 | 0 | 1 | 0 | 0 | 0 | 0 | 50.0% | 1 |",
+        "| all | verified | cuda | 50.0% | 25.0% | 25.0% | 25.0% | 25.0% | 0.0% | 1.00x over 2 passing | 0.50x - 2.00x "
+        "| 0 |",
+        "| all | cuda | 3 | 66.7% | 100.0% | +33.3 pp | 33.3% | 66.7% | +33.3 pp |"}) {
     EXPECT_NE(md.find(expected), std::string::npos) << "missing: " << expected;
   }
   EXPECT_EQ(md.find("timing_anomaly"), std::string::npos);  // c4's finding is left out too
   const std::string html = read(dir / "out" / "report.html");
-  EXPECT_NE(html.find("<p class=\"uncured\">Candidates on problems with a defect the verified protocol does not cure are "
-                      "left out of every number: 2 candidates excluded"),
-            std::string::npos);
+  EXPECT_NE(
+      html.find("<p class=\"uncured\">Candidates on problems with a defect the verified protocol does not cure are "
+                "left out of every number: 2 candidates excluded"),
+      std::string::npos);
   const json summary = json::parse(read(dir / "out" / "summary.json"));
   EXPECT_EQ(summary["exclude_uncured"], true);
   EXPECT_EQ(summary["excluded_candidates"], 2);
@@ -185,7 +188,8 @@ TEST(Writers, HtmlStandsAloneWithThreePlots) {
   std::size_t svgs = 0;
   for (auto at = html.find("<svg "); at != std::string::npos; at = html.find("<svg ", at + 1)) ++svgs;
   EXPECT_EQ(svgs, 3u);
-  for (const char* plot : {"fast_p against the threshold p", "Speedup against peak memory", "<title>Findings</title>"}) {
+  for (const char* plot :
+       {"fast_p against the threshold p", "Speedup against peak memory", "<title>Findings</title>"}) {
     EXPECT_NE(html.find(plot), std::string::npos) << plot;
   }
   // No script, no external resource: the only URL is the SVG namespace.
@@ -194,7 +198,8 @@ TEST(Writers, HtmlStandsAloneWithThreePlots) {
   EXPECT_EQ(html.find("href="), std::string::npos);
   EXPECT_EQ(html.find("https://"), std::string::npos);
   std::string rest = html;
-  for (auto at = rest.find("http://www.w3.org/2000/svg"); at != std::string::npos; at = rest.find("http://www.w3.org/2000/svg")) {
+  for (auto at = rest.find("http://www.w3.org/2000/svg"); at != std::string::npos;
+       at = rest.find("http://www.w3.org/2000/svg")) {
     rest.erase(at, 26);
   }
   EXPECT_EQ(rest.find("http://"), std::string::npos);
@@ -215,7 +220,8 @@ TEST(Writers, AStoreWithNothingPassingSaysSo) {
   EXPECT_TRUE(summary["runs"][0]["groups"][0]["geomean_speedup"].is_null());
   EXPECT_TRUE(summary["runs"][0]["protocol_gaps"].empty());  // no candidate has both records
   // Its problem could not be audited: listed with the reason, never counted as clean.
-  EXPECT_NE(read(dir / "out" / "report.md").find("| 1 | 3_Sum | cuda | could not be audited: reference raised: shape mismatch | 2 |"),
+  EXPECT_NE(read(dir / "out" / "report.md")
+                .find("| 1 | 3_Sum | cuda | could not be audited: reference raised: shape mismatch | 2 |"),
             std::string::npos);
   EXPECT_EQ(summary["runs"][0]["problem_audit"]["problems"][0]["error"], "reference raised: shape mismatch");
   EXPECT_EQ(summary["runs"][0]["problem_audit"]["clean"], 0);

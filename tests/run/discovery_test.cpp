@@ -115,7 +115,8 @@ TEST_F(Discovery, ManifestRowsResolveFromTheManifestsFolder) {
 
 TEST_F(Discovery, JsonLinesAndADeviceColumn) {
   write("m.jsonl",
-        "{\"problem\": \"KernelBench/level1/19_ReLU.py\", \"candidate\": \"runs/gpt/level_1_problem_19_sample_1_kernel.py\", "
+        "{\"problem\": \"KernelBench/level1/19_ReLU.py\", \"candidate\": "
+        "\"runs/gpt/level_1_problem_19_sample_1_kernel.py\", "
         "\"run\": \"claude\", \"device\": \"cuda\"}\n");
   const auto found = read_manifest(at("m.jsonl"), "manifest");
   ASSERT_EQ(found.jobs.size(), 1u);

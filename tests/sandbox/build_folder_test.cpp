@@ -61,10 +61,11 @@ TEST_F(BuildFolderTest, WhatAChildWroteIsReadBackAfterItsNamespaceIsGone) {
   const BuildFolder folder(1 << 20);
   const fs::path at = scratch() / "attached";
   fs::create_directories(at);
-  ASSERT_EQ(in_child_namespace(folder, at, [&] {
-              write(at / "ext/built.so", "a library");
-              return symlink("/etc/passwd", (at / "ext/link").c_str()) == 0;
-            }),
+  ASSERT_EQ(in_child_namespace(folder, at,
+                               [&] {
+                                 write(at / "ext/built.so", "a library");
+                                 return symlink("/etc/passwd", (at / "ext/link").c_str()) == 0;
+                               }),
             0);
   EXPECT_TRUE(fs::is_empty(at)) << "the child's mount showed outside its namespace";
   const fs::path out = scratch() / "published/files";
@@ -104,7 +105,8 @@ TEST_F(BuildFolderTest, ACopyInKeepsTimesAndIsTheSandboxGroupsToWrite) {
   ASSERT_EQ(utimensat(AT_FDCWD, (published / "ext/build.ninja").c_str(), old_times, 0), 0);
   const BuildFolder folder(1 << 20);
   const FileDigests digests = folder.copy_in(published.string());
-  EXPECT_EQ(digests, (FileDigests{{"ext/build.ninja", sha256_hex("rule cc\n")}, {"kbv-build-failed.log", sha256_hex("error\n")}}));
+  EXPECT_EQ(digests, (FileDigests{{"ext/build.ninja", sha256_hex("rule cc\n")},
+                                  {"kbv-build-failed.log", sha256_hex("error\n")}}));
   EXPECT_TRUE(folder.holds("kbv-build-failed.log"));
   struct stat facts {};
   ASSERT_EQ(fstatat(folder.fd(), "ext/build.ninja", &facts, AT_SYMLINK_NOFOLLOW), 0);

@@ -40,7 +40,8 @@ TEST(SandboxSpec, LimitsTakeSizesWithSuffixesAndCountsWithout) {
 
 TEST(SandboxSpec, AMistakenLimitIsRefusedWithWhatItExpects) {
   EXPECT_NE(refusal("memory").find("expected NAME=VALUE"), std::string::npos);
-  EXPECT_NE(refusal("disk=1G").find("no limit 'disk' (memory, processes, cpu, file, scratch, build)"), std::string::npos);
+  EXPECT_NE(refusal("disk=1G").find("no limit 'disk' (memory, processes, cpu, file, scratch, build)"),
+            std::string::npos);
   EXPECT_NE(refusal("memory=2X").find("is not a size"), std::string::npos);
   EXPECT_NE(refusal("memory=-1G").find("is not a size"), std::string::npos);
   EXPECT_NE(refusal("processes=8G").find("is not a number"), std::string::npos);  // counts take no suffix

@@ -67,7 +67,8 @@ TEST_F(Submissions, ProblemTextAndCandidateAreLaidOutAsFiles) {
   EXPECT_EQ(read(s.candidate.path), kCandidate);
   EXPECT_FALSE(s.candidate.sample);
   // The same problem text again is the same file: its reference side stays warm.
-  const Submission again = read_submission({{"problem_source", kProblem}, {"candidate_source", kCandidate}}, intake_, "r2");
+  const Submission again =
+      read_submission({{"problem_source", kProblem}, {"candidate_source", kCandidate}}, intake_, "r2");
   EXPECT_EQ(again.problem.path, s.problem.path);
   EXPECT_EQ(again.problem.content_key, s.problem.content_key);
   EXPECT_NE(again.candidate.path, s.candidate.path);
@@ -95,15 +96,18 @@ TEST_F(Submissions, AProblemFileIsTakenOnlyUnderTheServedRoot) {
   EXPECT_EQ(refusal({{"problem", inside}, {"candidate_source", kCandidate}}), "");
   const Intake rooted{intake_.files_dir, (root_ / "problems").string()};
   EXPECT_EQ(refusal({{"problem", inside}, {"candidate_source", kCandidate}}, rooted), "");
-  EXPECT_NE(refusal({{"problem", (root_ / "outside.py").string()}, {"candidate_source", kCandidate}}, rooted).find("only"),
-            std::string::npos);
+  EXPECT_NE(
+      refusal({{"problem", (root_ / "outside.py").string()}, {"candidate_source", kCandidate}}, rooted).find("only"),
+      std::string::npos);
   // Out of the root through `..` or a link: where the file really is counts.
   const std::string dotdot = (root_ / "problems" / ".." / "outside.py").string();
   EXPECT_NE(refusal({{"problem", dotdot}, {"candidate_source", kCandidate}}, rooted), "");
   fs::create_symlink(root_ / "outside.py", root_ / "problems" / "link.py");
-  EXPECT_NE(refusal({{"problem", (root_ / "problems" / "link.py").string()}, {"candidate_source", kCandidate}}, rooted), "");
+  EXPECT_NE(refusal({{"problem", (root_ / "problems" / "link.py").string()}, {"candidate_source", kCandidate}}, rooted),
+            "");
   // A served root takes no problem text.
-  EXPECT_NE(refusal({{"problem_source", kProblem}, {"candidate_source", kCandidate}}, rooted).find("by path"), std::string::npos);
+  EXPECT_NE(refusal({{"problem_source", kProblem}, {"candidate_source", kCandidate}}, rooted).find("by path"),
+            std::string::npos);
 }
 
 TEST_F(Submissions, MalformedRequestsAreRefusedWithTheirReason) {
@@ -125,7 +129,8 @@ TEST_F(Submissions, MalformedRequestsAreRefusedWithTheirReason) {
   EXPECT_NE(refusal(with("run", "")).find("must not be empty"), std::string::npos);
   EXPECT_NE(refusal(without("problem_source")).find("name the problem"), std::string::npos);
   EXPECT_NE(refusal(with("problem", "/no/such.py")).find("name the problem"), std::string::npos);  // both
-  EXPECT_NE(refusal({{"problem", "/no/such.py"}, {"candidate_source", kCandidate}}).find("no problem file"), std::string::npos);
+  EXPECT_NE(refusal({{"problem", "/no/such.py"}, {"candidate_source", kCandidate}}).find("no problem file"),
+            std::string::npos);
   EXPECT_NE(refusal({{"problem", (root_ / "outside.py").string()}, {"level", 1}, {"candidate_source", kCandidate}})
                 .find("go with `problem_source`"),
             std::string::npos);

@@ -70,7 +70,8 @@ TEST(Store, ARecordIsKeptOncePerCandidateProtocolAndDevice) {
   EXPECT_TRUE(store.add_record(candidate, "kernelbench", "cpu", std::nullopt, environment, kRecord));
 
   SQLite::Statement row(store.database(),
-                        "SELECT verdict, speedup, peak_ratio, raises_peak, findings, baseline_id FROM records WHERE protocol = 'verified'");
+                        "SELECT verdict, speedup, peak_ratio, raises_peak, findings, baseline_id FROM records WHERE "
+                        "protocol = 'verified'");
   ASSERT_TRUE(row.executeStep());
   EXPECT_EQ(row.getColumn(0).getString(), "pass");
   EXPECT_DOUBLE_EQ(row.getColumn(1).getDouble(), 1.5);

@@ -15,7 +15,9 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 const double kNaN = std::nan("");
 
 // The two halves of KernelBench's judgement, taken apart.
-double max_abs_difference(const at::Tensor& x, const at::Tensor& r) { return closeness(x, r, 1e-4, 1e-4).max_abs_difference; }
+double max_abs_difference(const at::Tensor& x, const at::Tensor& r) {
+  return closeness(x, r, 1e-4, 1e-4).max_abs_difference;
+}
 bool kernelbench_allclose(const at::Tensor& x, const at::Tensor& r, double atol, double rtol) {
   return closeness(x, r, atol, rtol).allclose;
 }
@@ -50,9 +52,9 @@ TEST(ScaledError, IsScaleInvariant) {
 TEST(ScaledError, NonFiniteMustMatchTheReference) {
   const at::Tensor r = at::tensor({1.0, kNaN, kInf, -kInf});
   EXPECT_EQ(scaled_error(r.clone(), r), 0.0);
-  EXPECT_EQ(scaled_error(at::tensor({1.0, 0.0, kInf, -kInf}), r), kInf);   // number for NaN
-  EXPECT_EQ(scaled_error(at::tensor({1.0, kNaN, -kInf, -kInf}), r), kInf); // wrong sign of inf
-  EXPECT_EQ(scaled_error(at::tensor({kNaN, kNaN, kInf, -kInf}), r), kInf); // NaN for a number
+  EXPECT_EQ(scaled_error(at::tensor({1.0, 0.0, kInf, -kInf}), r), kInf);    // number for NaN
+  EXPECT_EQ(scaled_error(at::tensor({1.0, kNaN, -kInf, -kInf}), r), kInf);  // wrong sign of inf
+  EXPECT_EQ(scaled_error(at::tensor({kNaN, kNaN, kInf, -kInf}), r), kInf);  // NaN for a number
 }
 
 TEST(ScaledError, AllZeroReferencePassesOnlyZeros) {
@@ -70,8 +72,8 @@ TEST(ScaledError, IntegerOutputsCompareExactly) {
 TEST(ScaledError, GivenRmsReplacesTheSampleEstimate) {
   const at::Tensor r = at::tensor({1.0, 1.0});
   const at::Tensor x = at::tensor({1.1, 1.0});
-  EXPECT_NEAR(scaled_error(x, r), 0.1 / 2.0, 1e-12);             // rms 1 + |r| 1
-  EXPECT_NEAR(scaled_error(x, r, 9.0), 0.1 / 10.0, 1e-12);       // rms 9 + |r| 1
+  EXPECT_NEAR(scaled_error(x, r), 0.1 / 2.0, 1e-12);        // rms 1 + |r| 1
+  EXPECT_NEAR(scaled_error(x, r, 9.0), 0.1 / 10.0, 1e-12);  // rms 9 + |r| 1
 }
 
 // Contiguous CPU tensors of one dtype take a fused pass, others (here: transposed views) the
@@ -184,7 +186,8 @@ TEST(MaxAbsDifference, FusedPassAgreesWithTheExpression) {
     const at::Tensor x = (r.to(at::kFloat) + 1e-2 * at::randn({300, 200})).to(type);
     const double expected = (x.to(at::kDouble) - r.to(at::kDouble)).abs().max().item<double>();
     EXPECT_EQ(max_abs_difference(x, r), expected) << type;
-    EXPECT_EQ(max_abs_difference(x.t().contiguous().t(), r.t().contiguous().t()), expected) << type;  // the expression's path
+    EXPECT_EQ(max_abs_difference(x.t().contiguous().t(), r.t().contiguous().t()), expected)
+        << type;  // the expression's path
     at::Tensor nan = x.clone();
     nan.index_put_({7, 7}, kNaN);
     EXPECT_TRUE(std::isnan(max_abs_difference(nan, r))) << type;
@@ -205,7 +208,7 @@ TEST(Closeness, OverOutputsEveryPairCountsAndANaNWins) {
 
 TEST(Allclose, MatchesKernelBenchTolerance) {
   const at::Tensor r = at::ones({4});
-  EXPECT_TRUE(kernelbench_allclose(r + 1.5e-4, r, 1e-4, 1e-4));   // 1e-4 + 1e-4 * 1
+  EXPECT_TRUE(kernelbench_allclose(r + 1.5e-4, r, 1e-4, 1e-4));  // 1e-4 + 1e-4 * 1
   EXPECT_FALSE(kernelbench_allclose(r + 3e-4, r, 1e-4, 1e-4));
   EXPECT_FALSE(kernelbench_allclose(at::full({4}, kNaN), at::full({4}, kNaN), 1e-4, 1e-4));  // equal_nan=False
 }
@@ -221,7 +224,8 @@ TEST(Allclose, FusedPassAgreesWithTorch) {
       for (int64_t i = 0; i < 64; ++i) {  // one element at a time at the boundary, the rest equal
         at::Tensor one = r.clone();
         one[i] = x[i];
-        EXPECT_EQ(kernelbench_allclose(one, r, 1e-4, 1e-4), at::allclose(one, r, 1e-4, 1e-4)) << type << " f=" << f << " i=" << i;
+        EXPECT_EQ(kernelbench_allclose(one, r, 1e-4, 1e-4), at::allclose(one, r, 1e-4, 1e-4))
+            << type << " f=" << f << " i=" << i;
       }
       EXPECT_EQ(kernelbench_allclose(x, r, 1e-4, 1e-4), at::allclose(x, r, 1e-4, 1e-4)) << type << " f=" << f;
     }

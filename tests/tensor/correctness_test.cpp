@@ -20,8 +20,8 @@ at::Tensor round_to_tf32(const at::Tensor& x) {
 
 // One draw judged as the evaluation judges it: the outputs compared with the reference's as the
 // reference's worker compares them, the numbers judged as the parent judges them.
-protocol::DrawResult judged(const ReferenceDraw& d, const std::vector<at::Tensor>& reference, const std::vector<at::Tensor>& outputs,
-                            const protocol::Protocol& p) {
+protocol::DrawResult judged(const ReferenceDraw& d, const std::vector<at::Tensor>& reference,
+                            const std::vector<at::Tensor>& outputs, const protocol::Protocol& p) {
   const bool scaled = p.comparison == protocol::Comparison::scaled;
   return judge(d, check::compare_outputs(outputs, reference, d.reference_rms, scaled, p.atol, p.rtol), std::nullopt, p);
 }
@@ -81,7 +81,7 @@ TEST(Rounding, LastBitsWellInsideTheToleranceAreRoundingDropoutIsNot) {
   EXPECT_TRUE(within_rounding(8.25e-5, 2.03e-4, p));  // L3 35 LSTM, shifted
   EXPECT_FALSE(within_rounding(2.33, 2.32, p));       // L2 66 Matmul_Dropout_Softmax, standard
   EXPECT_FALSE(within_rounding(5e-5, 0.0, p));        // beyond a quarter of the floor where the baseline is exact
-  for (const double random : {1e-4, 1e-2, 1.0}) {      // repeats as much as its baseline differs: random at any size
+  for (const double random : {1e-4, 1e-2, 1.0}) {     // repeats as much as its baseline differs: random at any size
     EXPECT_FALSE(within_rounding(random, random, p)) << random;
   }
   EXPECT_TRUE(stochastic_reason(2.33, 2.32, p).has_value());
@@ -113,7 +113,8 @@ TEST(Judge, BadOutputsFailWithTheirReason) {
   const MatmulDraw m = matmul_draw();
   std::vector<ReferenceDraw> draws = {m.measured()};
   prepare(draws, p);
-  EXPECT_EQ(judge(draws[0], std::nullopt, std::string("output 0 is builtins.int"), p).reason, "output 0 is builtins.int");
+  EXPECT_EQ(judge(draws[0], std::nullopt, std::string("output 0 is builtins.int"), p).reason,
+            "output 0 is builtins.int");
   const auto wrong_shape = judged(draws[0], m.reference, {at::zeros({128 * 128})}, p);
   EXPECT_EQ(wrong_shape.status, "fail");
   EXPECT_NE(wrong_shape.reason.find("shape"), std::string::npos);
@@ -148,8 +149,8 @@ TEST(Decide, HiddenFailureAfterStandardPassIsDistributionSpecific) {
 }
 
 TEST(Decide, StandardFailureIsIncorrectWithoutTheFinding) {
-  const auto d = decide({family("standard", "fail"), family("normal", "fail"), family("shifted", "pass")},
-                        protocol::verified());
+  const auto d =
+      decide({family("standard", "fail"), family("normal", "fail"), family("shifted", "pass")}, protocol::verified());
   EXPECT_EQ(d.verdict, protocol::Verdict::incorrect);
   EXPECT_TRUE(d.findings.empty());
 }

@@ -58,7 +58,7 @@ TEST_F(ExtensionCache, ToolchainNamesTheCompilersAndTorchItFinds) {
   const ScopedEnvironment cxx("CXX", std::nullopt);
   const ScopedEnvironment nvcc("PYTORCH_NVCC", "/nonexistent/nvcc");
   const std::string cpu = toolchain_identity("cpu");
-  EXPECT_EQ(cpu.rfind("c++ = /", 0), 0u) << cpu;           // resolved on PATH
+  EXPECT_EQ(cpu.rfind("c++ = /", 0), 0u) << cpu;            // resolved on PATH
   EXPECT_NE(cpu.find("libc10"), std::string::npos) << cpu;  // the torch this process links
   EXPECT_EQ(cpu.find("nvcc"), std::string::npos) << cpu;
   EXPECT_NE(toolchain_identity("cuda").find("nvcc = /nonexistent/nvcc (not found)"), std::string::npos);

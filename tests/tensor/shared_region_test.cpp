@@ -61,7 +61,8 @@ TEST(SharedRegion, AHandedOverRegionReadsAsTheParentsAndAnyOtherFileIsRefused) {
   sides.worker->begin_command();
   const nlohmann::json meta = *sides.worker->place(large(5));
   // As the reference's worker gets a candidate's region from the parent (ipc/fd_passing.h).
-  const std::shared_ptr<const SharedRegion> received = SharedRegion::open_received(UniqueFd(fcntl(sides.parent->fd(), F_DUPFD_CLOEXEC, 0)));
+  const std::shared_ptr<const SharedRegion> received =
+      SharedRegion::open_received(UniqueFd(fcntl(sides.parent->fd(), F_DUPFD_CLOEXEC, 0)));
   EXPECT_TRUE(at::equal(SharedRegion::view(received, meta), large(5)));
   EXPECT_THROW(SharedRegion::open_received(UniqueFd(open("/dev/null", O_RDONLY | O_CLOEXEC))), std::runtime_error);
 }
@@ -91,8 +92,12 @@ TEST(SharedRegion, DescriptionsOutOfBoundsAreRefused) {
            with([&](nlohmann::json& m) { m["region"]["offset"] = 8; }),
            with([&](nlohmann::json& m) { m["region"]["offset"] = -4096; }),
            with([&](nlohmann::json& m) { m["region"]["bytes"] = 4; }),
-           with([&](nlohmann::json& m) { m["shape"] = {-1024, -512}; }),
-           with([&](nlohmann::json& m) { m["shape"] = {1ll << 40, 1ll << 40}; }),
+           with([&](nlohmann::json& m) {
+             m["shape"] = {-1024, -512};
+           }),
+           with([&](nlohmann::json& m) {
+             m["shape"] = {1ll << 40, 1ll << 40};
+           }),
            with([&](nlohmann::json& m) { m["dtype"] = 1000; }),
        }) {
     EXPECT_THROW(SharedRegion::view(sides.parent, bad), std::exception) << bad.dump();

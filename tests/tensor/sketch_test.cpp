@@ -28,9 +28,7 @@ TEST(Sketch, CatchesAStaleOutput) {
   EXPECT_EQ(scaled_error(sketch({fresh}, 5, 256, at::kCPU)[0], reference[0], finite_rms(fresh)), 0.0);
 }
 
-TEST(Sketch, EmptyOutputsGiveEmptySketches) {
-  EXPECT_EQ(sketch({at::empty({0, 3})}, 1, 64, at::kCPU)[0].numel(), 0);
-}
+TEST(Sketch, EmptyOutputsGiveEmptySketches) { EXPECT_EQ(sketch({at::empty({0, 3})}, 1, 64, at::kCPU)[0].numel(), 0); }
 
 }  // namespace
 }  // namespace kbv::check

@@ -16,8 +16,10 @@ constexpr std::uint64_t us = 1000;  // ns
 // One timed call at CPU time [150, 160] us: kbv's fill (1), flush (2) and spin (3) launched
 // before it, the spin running [120, 220] us on the device; the call's own kernel (4) [221, 260].
 struct TimedCall {
-  std::vector<Launch> launches = {{1, kMain, 100 * us}, {2, kMain, 110 * us}, {3, kMain, 140 * us}, {4, kMain, 152 * us}};
-  std::vector<DeviceWork> work = {{1, 100 * us, 110 * us}, {2, 110 * us, 120 * us}, {3, 120 * us, 220 * us}, {4, 221 * us, 260 * us}};
+  std::vector<Launch> launches = {
+      {1, kMain, 100 * us}, {2, kMain, 110 * us}, {3, kMain, 140 * us}, {4, kMain, 152 * us}};
+  std::vector<DeviceWork> work = {
+      {1, 100 * us, 110 * us}, {2, 110 * us, 120 * us}, {3, 120 * us, 220 * us}, {4, 221 * us, 260 * us}};
   CallMark call{150 * us, 160 * us, 40e-6};
 };
 

@@ -73,7 +73,8 @@ std::vector<AuditFinding> judge_audit(const std::vector<FamilyFacts>& families, 
   for (const FamilyFacts& f : families) {
     if (f.facts.contains("repeat_error") && value(f.facts["repeat_error"]) > 0) {
       const double repeat = value(f.facts["repeat_error"]), baseline = value(f.facts.at("baseline_error"));
-      differs.push_back({{"family", f.family}, {"scaled_error", f.facts["repeat_error"]},
+      differs.push_back({{"family", f.family},
+                         {"scaled_error", f.facts["repeat_error"]},
                          {"tolerance", eval::derive_tolerance(baseline, verified)}});
       stochastic = stochastic || !eval::within_rounding(repeat, baseline, verified);
     }
@@ -81,13 +82,17 @@ std::vector<AuditFinding> judge_audit(const std::vector<FamilyFacts>& families, 
   // A random reference voids the comparisons below (its own baseline sets the tolerance): it is
   // named alone, with what concerns the families and the memory.
   if (stochastic) {
-    out.push_back({"stochastic_reference", true,
-                   {{"repeats_differ", differs}, {"why_cured", "verified: every candidate is unverifiable, none is scored"}}});
+    out.push_back(
+        {"stochastic_reference",
+         true,
+         {{"repeats_differ", differs}, {"why_cured", "verified: every candidate is unverifiable, none is scored"}}});
   } else if (!differs.empty()) {
-    out.push_back({"rounding_reference", true,
+    out.push_back({"rounding_reference",
+                   true,
                    {{"repeats_differ", differs},
-                    {"why_cured", "verified: judged, the difference added to every bound (within rounding_share of the "
-                                  "tolerance)"}}});
+                    {"why_cured",
+                     "verified: judged, the difference added to every bound (within rounding_share of the "
+                     "tolerance)"}}});
   }
 
   // identity_under_inputs: an affine map of an input reproduces the output on these inputs but not
@@ -103,9 +108,15 @@ std::vector<AuditFinding> judge_audit(const std::vector<FamilyFacts>& families, 
     const std::int64_t input = a["input"], output = a["output"];
     const json clear = cured_by([&](const json& f, double tol) { return affine_holds(f, tol, input, output); });
     if (clear.empty()) continue;
-    out.push_back({"identity_under_inputs", true,
-                   {{"input", input}, {"output", output}, {"scale", a["scale"]}, {"offset", a["offset"]},
-                    {"scaled_error", a["error"]}, {"tolerance", tolerance}, {"fails_under", clear}}});
+    out.push_back({"identity_under_inputs",
+                   true,
+                   {{"input", input},
+                    {"output", output},
+                    {"scale", a["scale"]},
+                    {"offset", a["offset"]},
+                    {"scaled_error", a["error"]},
+                    {"tolerance", tolerance},
+                    {"fails_under", clear}}});
     break;
   }
 
@@ -126,10 +137,16 @@ std::vector<AuditFinding> judge_audit(const std::vector<FamilyFacts>& families, 
       }
       return true;
     });
-    out.push_back({"near_zero_output", !verified_zeros || !clear.empty(),
-                   {{"max_abs_output", max_abs}, {"kernelbench_atol", kernelbench.atol}, {"kernelbench_rtol", kernelbench.rtol},
-                    {"passes_kernelbench", kernelbench_zeros}, {"zeros_scaled_error", zeros_error}, {"tolerance", tolerance},
-                    {"passes_verified_standard", verified_zeros}, {"fails_under", clear}}});
+    out.push_back({"near_zero_output",
+                   !verified_zeros || !clear.empty(),
+                   {{"max_abs_output", max_abs},
+                    {"kernelbench_atol", kernelbench.atol},
+                    {"kernelbench_rtol", kernelbench.rtol},
+                    {"passes_kernelbench", kernelbench_zeros},
+                    {"zeros_scaled_error", zeros_error},
+                    {"tolerance", tolerance},
+                    {"passes_verified_standard", verified_zeros},
+                    {"fails_under", clear}}});
   }
 
   // constant_output: another draw's inputs give the same outputs (then every input is unused and
@@ -137,8 +154,11 @@ std::vector<AuditFinding> judge_audit(const std::vector<FamilyFacts>& families, 
   const bool constant = !stochastic && value(standard.at("other_draw_error")) <= tolerance;
   if (constant) {
     const json clear = cured_by([](const json& f, double tol) { return value(f.at("other_draw_error")) <= tol; });
-    out.push_back({"constant_output", !clear.empty(),
-                   {{"scaled_error_between_draws", standard["other_draw_error"]}, {"tolerance", tolerance}, {"varies_under", clear}}});
+    out.push_back({"constant_output",
+                   !clear.empty(),
+                   {{"scaled_error_between_draws", standard["other_draw_error"]},
+                    {"tolerance", tolerance},
+                    {"varies_under", clear}}});
   }
 
   // unused_input: replacing one input with another draw's changes nothing.
@@ -166,9 +186,12 @@ std::vector<AuditFinding> judge_audit(const std::vector<FamilyFacts>& families, 
   };
   if (!stochastic && !constant && ratio(standard) < kLowSensitivity) {
     const json clear = cured_by([&](const json& f, double) { return ratio(f) < kLowSensitivity; });
-    out.push_back({"low_sensitivity", !clear.empty(),
-                   {{"output_change_per_input_change", ratio(standard)}, {"threshold", kLowSensitivity},
-                    {"input_change", standard["sensitivity"]["input_change"]}, {"sensitive_under", clear}}});
+    out.push_back({"low_sensitivity",
+                   !clear.empty(),
+                   {{"output_change_per_input_change", ratio(standard)},
+                    {"threshold", kLowSensitivity},
+                    {"input_change", standard["sensitivity"]["input_change"]},
+                    {"sensitive_under", clear}}});
   }
 
   // out_of_domain_families: hidden families the reference cannot take, so they check nothing.
@@ -184,8 +207,12 @@ std::vector<AuditFinding> judge_audit(const std::vector<FamilyFacts>& families, 
   // huge_memory: inputs and outputs of one draw beyond a share of the device's memory.
   const double bytes = value(standard.at("bytes")), device = value(standard.at("device_bytes"));
   if (device > 0 && bytes > memory_share * device) {
-    out.push_back({"huge_memory", false, {{"bytes", standard["bytes"]}, {"device_bytes", standard["device_bytes"]}, {"share", bytes / device},
-                                          {"threshold_share", memory_share}}});
+    out.push_back({"huge_memory",
+                   false,
+                   {{"bytes", standard["bytes"]},
+                    {"device_bytes", standard["device_bytes"]},
+                    {"share", bytes / device},
+                    {"threshold_share", memory_share}}});
   }
   return out;
 }

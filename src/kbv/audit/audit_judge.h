@@ -15,7 +15,7 @@
 namespace kbv::audit {
 
 struct FamilyFacts {
-  std::string family;  // standard first
+  std::string family;    // standard first
   nlohmann::json facts;  // Session::audit's reply for one draw of the family
 };
 

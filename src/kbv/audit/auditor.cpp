@@ -20,13 +20,15 @@ using Seconds = std::chrono::duration<double>;
 
 constexpr std::uint64_t kAuditSeed = 20261130;  // an audit is not adversarial: reproducible draws
 
-ProblemAudit audit_one(const AuditRequest& request, const store::ProblemInfo& problem, const std::vector<eval::Draw>& plan,
-                       const protocol::Protocol& verified, const protocol::Protocol& kernelbench) {
+ProblemAudit audit_one(const AuditRequest& request, const store::ProblemInfo& problem,
+                       const std::vector<eval::Draw>& plan, const protocol::Protocol& verified,
+                       const protocol::Protocol& kernelbench) {
   const auto started = std::chrono::steady_clock::now();
   ProblemAudit audit{problem, {}, {}, "", 0};
   eval::WorkerClient reference("reference", request.launch);
   try {
-    reference.request(ipc::commands::message(ipc::commands::Load{problem.path, "", request.device, protocol::to_json(verified), nullptr}),
+    reference.request(ipc::commands::message(
+                          ipc::commands::Load{problem.path, "", request.device, protocol::to_json(verified), nullptr}),
                       Seconds(request.load_timeout_seconds));
     // The plan holds draws_per_family draws of each family in turn: the first of each is audited,
     // the second is the "other draw" its inputs are swapped with. The fallback families come
@@ -38,14 +40,17 @@ ProblemAudit audit_one(const AuditRequest& request, const store::ProblemInfo& pr
         if (judged_hidden_families(audit.families) >= verified.min_hidden_families) break;
         auditing_fallbacks = true;
       }
-      const json facts = reference.request(ipc::commands::message(ipc::commands::Audit{plan[i].to_json(), plan[i + 1].to_json()}),
-                                           Seconds(request.timeout_seconds))
-                             .header.at("facts");
+      const json facts =
+          reference
+              .request(ipc::commands::message(ipc::commands::Audit{plan[i].to_json(), plan[i + 1].to_json()}),
+                       Seconds(request.timeout_seconds))
+              .header.at("facts");
       audit.families.push_back({std::string(protocol::name(plan[i].family)), facts});
     }
     const json& standard = audit.families.at(0).facts;
     if (!standard.contains("outputs")) {
-      audit.error = "the reference fails on its own inputs: " + standard.value("raised", standard.value("bad_output", std::string("?")));
+      audit.error = "the reference fails on its own inputs: " +
+                    standard.value("raised", standard.value("bad_output", std::string("?")));
     } else {
       audit.findings = judge_audit(audit.families, verified, kernelbench, request.memory_share);
     }
@@ -113,9 +118,13 @@ std::vector<ProblemAudit> audit_problems(const AuditRequest& request) {
 
 json to_json(const ProblemAudit& a) {
   json findings = json::array(), families = json::object();
-  for (const AuditFinding& f : a.findings) findings.push_back({{"id", f.id}, {"cured_by_verified", f.cured}, {"evidence", f.evidence}});
+  for (const AuditFinding& f : a.findings)
+    findings.push_back({{"id", f.id}, {"cured_by_verified", f.cured}, {"evidence", f.evidence}});
   for (const FamilyFacts& f : a.families) families[f.family] = f.facts;
-  json out = {{"problem", a.problem.path}, {"name", a.problem.name}, {"findings", findings}, {"families", families},
+  json out = {{"problem", a.problem.path},
+              {"name", a.problem.name},
+              {"findings", findings},
+              {"families", families},
               {"seconds", a.seconds}};
   if (a.problem.level) out["level"] = *a.problem.level;
   if (a.problem.number) out["number"] = *a.problem.number;

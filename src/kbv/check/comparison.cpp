@@ -51,7 +51,9 @@ double fused_finite_rms(const at::Tensor& r) {
           }
           return part;
         },
-        [](SquareSum a, SquareSum b) { return SquareSum{a.sum + b.sum, a.count + b.count}; });
+        [](SquareSum a, SquareSum b) {
+          return SquareSum{a.sum + b.sum, a.count + b.count};
+        });
   });
   return total.count == 0 ? 0.0 : std::sqrt(total.sum / static_cast<double>(total.count));
 }
@@ -238,7 +240,8 @@ double scaled_error(const at::Tensor& x, const at::Tensor& r, std::optional<doub
   if (fusable(x, r)) return fused_scaled_error(x, r, reference_rms.value_or(fused_finite_rms(r)));
   const double rms = reference_rms.value_or(finite_rms(r));
   if (const std::optional<double> error = chunked_scaled_error(x, r, rms)) return *error;
-  return max_over_slices(x, r, [rms](const at::Tensor& xs, const at::Tensor& rs) { return slice_scaled_error(xs, rs, rms); });
+  return max_over_slices(x, r,
+                         [rms](const at::Tensor& xs, const at::Tensor& rs) { return slice_scaled_error(xs, rs, rms); });
 }
 
 double scaled_error(const std::vector<at::Tensor>& xs, const std::vector<at::Tensor>& rs,
@@ -258,10 +261,10 @@ Closeness closeness(const at::Tensor& x, const at::Tensor& r, double atol, doubl
   if (fuse && r.scalar_type() == at::kDouble) return fused_closeness<double>(x, r, atol, rtol);
   Closeness result;
   result.allclose = at::allclose(x, r, rtol, atol, /*equal_nan=*/false);
-  result.max_abs_difference = fuse ? fused_max_abs_difference(x, r)
-                                   : max_over_slices(x, r, [](const at::Tensor& xs, const at::Tensor& rs) {
-                                       return (xs.to(at::kDouble) - rs.to(at::kDouble)).abs().max().item<double>();
-                                     });
+  result.max_abs_difference =
+      fuse ? fused_max_abs_difference(x, r) : max_over_slices(x, r, [](const at::Tensor& xs, const at::Tensor& rs) {
+        return (xs.to(at::kDouble) - rs.to(at::kDouble)).abs().max().item<double>();
+      });
   return result;
 }
 
@@ -295,7 +298,8 @@ std::optional<std::string> structure_mismatch(const std::vector<at::Tensor>& out
 bool all_finite(const std::vector<at::Tensor>& tensors) {
   for (const at::Tensor& t : tensors) {
     if (!at::isFloatingType(t.scalar_type())) continue;
-    if (t.device().is_cpu() && t.is_contiguous() ? !fused_all_finite(t) : !at::isfinite(t).all().item<bool>()) return false;
+    if (t.device().is_cpu() && t.is_contiguous() ? !fused_all_finite(t) : !at::isfinite(t).all().item<bool>())
+      return false;
   }
   return true;
 }

@@ -44,14 +44,18 @@ CLI::App* add_audit_command(CLI::App& app, AuditOptions& o) {
       "Findings: identity_under_inputs, near_zero_output, constant_output, unused_input, stochastic_reference,\n"
       "rounding_reference, low_sensitivity, out_of_domain_families, huge_memory; `cured` says whether the verified\n"
       "protocol's "
-      "hidden families (or its refusal to score) take away what a cheat would gain. docs/audit.md says how each is decided.");
+      "hidden families (or its refusal to score) take away what a cheat would gain. docs/audit.md says how each is "
+      "decided.");
   cmd->add_option("--problems", o.problems,
                   "A problem file, or a folder of them (KernelBench's KernelBench/ or level folders, or any .py files)")
-      ->required()->check(CLI::ExistingPath);
+      ->required()
+      ->check(CLI::ExistingPath);
   cmd->add_option("--device", o.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   cmd->add_option("--json", o.json_path, "Write every problem's findings and raw facts as JSON to this file");
-  cmd->add_option("--memory-share", o.memory_share, "huge_memory: one draw's inputs and outputs above this share of the device")
-      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  cmd->add_option("--memory-share", o.memory_share,
+                  "huge_memory: one draw's inputs and outputs above this share of the device")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   cmd->add_option("--timeout", o.timeout, "Seconds any one step of a reference may take")->capture_default_str();
   cmd->add_option("-j,--jobs", o.jobs,
                   "Problems audited at once, each in its own reference worker (they share the device's memory: one "
@@ -70,7 +74,8 @@ int audit_command(const AuditOptions& o, const eval::WorkerLaunch& launch) {
     return 1;
   }
   std::sort(request.problems.begin(), request.problems.end(), [](const auto& a, const auto& b) {
-    return std::tuple(a.level.value_or(0), a.number.value_or(0), a.path) < std::tuple(b.level.value_or(0), b.number.value_or(0), b.path);
+    return std::tuple(a.level.value_or(0), a.number.value_or(0), a.path) <
+           std::tuple(b.level.value_or(0), b.number.value_or(0), b.path);
   });
   if (request.problems.empty()) {
     std::cerr << "kbv audit: no problem files (.py) under " << o.problems << "\n";
@@ -108,12 +113,15 @@ int audit_command(const AuditOptions& o, const eval::WorkerLaunch& launch) {
     bool open = false;
     for (const audit::AuditFinding& f : a.findings) {
       open = open || !f.cured;
-      std::printf("%-32s %-24s %-7s %s\n", name.c_str(), f.id.c_str(), f.cured ? "yes" : "NO", shorten(f.evidence.dump(), 100).c_str());
+      std::printf("%-32s %-24s %-7s %s\n", name.c_str(), f.id.c_str(), f.cured ? "yes" : "NO",
+                  shorten(f.evidence.dump(), 100).c_str());
     }
     uncured += open;
   }
-  std::printf("%zu problems: %zu clean, %zu with findings (%zu with one the verified protocol does not cure), %zu not audited\n",
-              audits.size(), audits.size() - defective - failed, defective, uncured, failed);
+  std::printf(
+      "%zu problems: %zu clean, %zu with findings (%zu with one the verified protocol does not cure), %zu not "
+      "audited\n",
+      audits.size(), audits.size() - defective - failed, defective, uncured, failed);
   if (!o.json_path.empty()) {
     nlohmann::json out = nlohmann::json::array();
     for (const audit::ProblemAudit& a : audits) out.push_back(audit::to_json(a));

@@ -139,10 +139,12 @@ kbv::eval::WorkerLaunch worker_launch(const std::string& zygote, const SandboxOp
   if (sandbox) {
     for (const std::string& limit : sandbox->limits) kbv::sandbox::set_limit(launch.limits, limit);
   }
-  if (sandbox && !launch.sandbox) std::cerr << "kbv: warning: --sandbox off: candidates' code runs with kbv's own rights\n";
+  if (sandbox && !launch.sandbox)
+    std::cerr << "kbv: warning: --sandbox off: candidates' code runs with kbv's own rights\n";
   if (launch.sandbox && geteuid() != 0) {
-    throw kbv::eval::EvalError("the sandbox around candidates' code needs kbv to run as root (docs/SECURITY.md); "
-                               "--sandbox off runs them with your own rights instead");
+    throw kbv::eval::EvalError(
+        "the sandbox around candidates' code needs kbv to run as root (docs/SECURITY.md); "
+        "--sandbox off runs them with your own rights instead");
   }
   if (zygote == "off") {
     early.reset();
@@ -206,7 +208,8 @@ struct CompileOptions {
 int run_compile(const CompileOptions& options, const std::string& zygote, const SandboxOptions& sandbox,
                 std::optional<kbv::process::Zygote::Starting>& early_zygote) {
   kbv::eval::CompileRequest request;
-  for (const std::string& c : options.candidates) request.candidates.push_back(std::filesystem::absolute(c).lexically_normal().string());
+  for (const std::string& c : options.candidates)
+    request.candidates.push_back(std::filesystem::absolute(c).lexically_normal().string());
   request.device = options.device;
   request.jobs = options.jobs;
   request.timeout_seconds = options.timeout;
@@ -221,10 +224,12 @@ int run_compile(const CompileOptions& options, const std::string& zygote, const 
     // Build calls in its source beyond its import's (harness.build_ahead): made, failed, or not
     // made here because their arguments exist only at run time (the evaluation builds those).
     for (const auto& failed : r.ahead.value("failed", nlohmann::json::array())) {
-      std::cout << "    build at line " << failed.at("line") << " failed: " << failed.at("error").get<std::string>() << std::endl;
+      std::cout << "    build at line " << failed.at("line") << " failed: " << failed.at("error").get<std::string>()
+                << std::endl;
     }
     for (const auto& missed : r.ahead.value("missed", nlohmann::json::array())) {
-      std::cout << "    build at line " << missed.at("line") << " not made ahead: " << missed.at("why").get<std::string>() << std::endl;
+      std::cout << "    build at line " << missed.at("line")
+                << " not made ahead: " << missed.at("why").get<std::string>() << std::endl;
     }
   };
   const auto results = kbv::eval::compile_candidates(request);
@@ -243,18 +248,23 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", KBV_VERSION);
 
-  std::string zygote = "auto";  // one subcommand runs: every --zygote option writes here
+  std::string zygote = "auto";     // one subcommand runs: every --zygote option writes here
   SandboxOptions sandbox_options;  // the same for --sandbox and --limit
   EvalOptions eval;
   CLI::App* eval_cmd = app.add_subcommand("eval", "Evaluate one candidate against one problem");
   eval_cmd->add_option("problem", eval.problem, "KernelBench problem file (Model, get_inputs, get_init_inputs)")
-      ->required()->check(CLI::ExistingFile);
+      ->required()
+      ->check(CLI::ExistingFile);
   eval_cmd->add_option("candidate", eval.candidate, "Candidate file (ModelNew)")->required()->check(CLI::ExistingFile);
-  eval_cmd->add_option("--device", eval.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  eval_cmd->add_option("--device", eval.device, "cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   eval_cmd->add_option("--protocol", eval.protocol, "verified or kernelbench")
-      ->check(CLI::IsMember({"verified", "kernelbench"}))->capture_default_str();
+      ->check(CLI::IsMember({"verified", "kernelbench"}))
+      ->capture_default_str();
   eval_cmd->add_option("--json", eval.json_path, "Write the record as JSON to this file");
-  eval_cmd->add_option("--timeout", eval.timeout, "Seconds any one step of the candidate may take")->capture_default_str();
+  eval_cmd->add_option("--timeout", eval.timeout, "Seconds any one step of the candidate may take")
+      ->capture_default_str();
   eval_cmd->add_option("--compile-timeout", eval.compile_timeout, "Seconds the candidate's import (and build) may take")
       ->capture_default_str();
   eval_cmd->add_flag("--quiet", eval.quiet, "No progress lines on stderr");
@@ -264,8 +274,12 @@ int main(int argc, char** argv) {
   CompileOptions compile;
   CLI::App* compile_cmd = app.add_subcommand("compile", "Build candidates' kernels ahead of evaluation, in parallel");
   compile_cmd->add_option("candidates", compile.candidates, "Candidate files")->required()->check(CLI::ExistingFile);
-  compile_cmd->add_option("--device", compile.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
-  compile_cmd->add_option("-j,--jobs", compile.jobs, "Builds at a time")->check(CLI::PositiveNumber)->capture_default_str();
+  compile_cmd->add_option("--device", compile.device, "cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  compile_cmd->add_option("-j,--jobs", compile.jobs, "Builds at a time")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   compile_cmd->add_option("--timeout", compile.timeout, "Seconds one build may take")->capture_default_str();
   add_zygote_option(compile_cmd, zygote);
   add_sandbox_options(compile_cmd, sandbox_options);
@@ -282,15 +296,19 @@ int main(int argc, char** argv) {
 
   kbv::report::ReportOptions report;
   report.out_dir = "report";
-  CLI::App* report_cmd = app.add_subcommand("report", "Write report.html, report.md and summary.json from a kbv run store");
+  CLI::App* report_cmd =
+      app.add_subcommand("report", "Write report.html, report.md and summary.json from a kbv run store");
   report_cmd->add_option("--db", report.db, "SQLite store written by kbv run")->required();
-  report_cmd->add_option("--out", report.out_dir, "Folder for the three files (created if needed)")->capture_default_str();
-  report_cmd->add_flag("--exclude-uncured", report.exclude_uncured,
-                       "Leave out candidates on problems whose audit found a defect the verified protocol does not cure");
+  report_cmd->add_option("--out", report.out_dir, "Folder for the three files (created if needed)")
+      ->capture_default_str();
+  report_cmd->add_flag(
+      "--exclude-uncured", report.exclude_uncured,
+      "Leave out candidates on problems whose audit found a defect the verified protocol does not cure");
   CLI::Option_group* rows = report_cmd->add_option_group("candidates", "Print records instead of writing the report");
-  rows->add_flag("--candidates", report.candidates,
-                 "Print one row per record (problem, candidate, protocol, verdict, speedup and CI, peak ratio, findings, "
-                 "reason) and write nothing");
+  rows->add_flag(
+      "--candidates", report.candidates,
+      "Print one row per record (problem, candidate, protocol, verdict, speedup and CI, peak ratio, findings, "
+      "reason) and write nothing");
   rows->add_option("--run", report.query.run, "With --candidates: only this run's records");
   rows->add_option("--verdict", report.query.verdict, "With --candidates: only records of this verdict")
       ->check(CLI::IsMember(verdict_names()));
@@ -328,7 +346,8 @@ int main(int argc, char** argv) {
       launch.hidden = {run.db, run.db + "-wal", run.db + "-shm", run.db + "-journal"};
       return kbv::cli::run_command(run, kbv::cache_dir(), launch);
     }
-    if (*serve_cmd) return kbv::cli::serve_command(serve, kbv::cache_dir(), worker_launch(zygote, &sandbox_options, early_zygote));
+    if (*serve_cmd)
+      return kbv::cli::serve_command(serve, kbv::cache_dir(), worker_launch(zygote, &sandbox_options, early_zygote));
     if (*report_cmd) return kbv::report::run_report(report);
     if (*audit_cmd) return kbv::cli::audit_command(audit, worker_launch(zygote, nullptr, early_zygote));
     if (*worker_cmd) {

@@ -17,7 +17,7 @@ struct RunOptions {
   double timeout = 120, compile_timeout = 1800;
   bool no_audit = false;
   std::string ray, ray_python = "python3";  // --ray ADDRESS: evaluate on a Ray cluster (docs/serve.md)
-  std::vector<std::string> ray_serve_args;   // with --ray: the sandbox and zygote options, for every node
+  std::vector<std::string> ray_serve_args;  // with --ray: the sandbox and zygote options, for every node
 };
 
 CLI::App* add_run_command(CLI::App& app, RunOptions& options);

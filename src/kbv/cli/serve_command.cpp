@@ -32,15 +32,19 @@ void on_signal(int number) {
 }  // namespace
 
 CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
-  CLI::App* cmd = app.add_subcommand("serve", "Evaluate candidates sent over HTTP/JSON, one long-running evaluator (RL rewards)");
+  CLI::App* cmd =
+      app.add_subcommand("serve", "Evaluate candidates sent over HTTP/JSON, one long-running evaluator (RL rewards)");
   cmd->footer(
       "API (docs/serve.md): POST /evaluate {problem | problem_source [problem_name, level], candidate_source,\n"
       "[protocol, run, sample]} answers kbv eval's record; GET /health; GET /metrics. Full: 503 with Retry-After.\n"
-      "Problems are trusted input (their code runs unsandboxed, as in kbv eval): listen where only your clients reach,\n"
+      "Problems are trusted input (their code runs unsandboxed, as in kbv eval): listen where only your clients "
+      "reach,\n"
       "or take problems from one folder only (--problems).\n"
       "SIGINT or SIGTERM: no new requests, every held one answered, then exit; a second signal exits at once.");
   cmd->add_option("--host", o.host, "Address to listen on")->capture_default_str();
-  cmd->add_option("--port", o.port, "Port to listen on (0: any free one, printed)")->check(CLI::Range(0, 65535))->capture_default_str();
+  cmd->add_option("--port", o.port, "Port to listen on (0: any free one, printed)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
   cmd->add_option("--db", o.db, "SQLite store every record goes to (created if missing)")->capture_default_str();
   cmd->add_option("--files", o.files, "Folder for the requests' sources (default: the store's path with .files)");
   cmd->add_option("--problems", o.problems,
@@ -48,18 +52,27 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
                   "unsandboxed, is then the folder's")
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--device", o.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
-  cmd->add_option("--gpus", o.gpus, "Comma-separated GPU indices, one evaluation lane each (cuda)")->capture_default_str();
+  cmd->add_option("--gpus", o.gpus, "Comma-separated GPU indices, one evaluation lane each (cuda)")
+      ->capture_default_str();
   cmd->add_option("--queue", o.queue, "Requests held beyond those being evaluated; past it: busy")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--warm", o.warm, "Problems per lane whose reference worker and baseline stay warm")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--connections", o.connections, "Open connections at a time; past it: 503")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--max-body", o.max_body_mib, "Largest request body, MiB")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("-j,--jobs", o.jobs, "cuda: candidate builds at a time, ahead of the lanes (0: the cores less two per lane)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--max-body", o.max_body_mib, "Largest request body, MiB")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("-j,--jobs", o.jobs,
+                  "cuda: candidate builds at a time, ahead of the lanes (0: the cores less two per lane)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--timeout", o.timeout, "Seconds any one step of a candidate may take")->capture_default_str();
-  cmd->add_option("--compile-timeout", o.compile_timeout, "Seconds one candidate's build may take")->capture_default_str();
+  cmd->add_option("--compile-timeout", o.compile_timeout, "Seconds one candidate's build may take")
+      ->capture_default_str();
   return cmd;
 }
 
@@ -100,7 +113,8 @@ int serve_command(const ServeOptions& o, const std::string& cache_dir, eval::Wor
   struct sigaction action {};
   action.sa_handler = on_signal;
   sigemptyset(&action.sa_mask);
-  struct sigaction old_int {}, old_term {};
+  struct sigaction old_int {
+  }, old_term{};
   sigaction(SIGINT, &action, &old_int);
   sigaction(SIGTERM, &action, &old_term);
   std::thread stopper;
@@ -112,7 +126,8 @@ int serve_command(const ServeOptions& o, const std::string& cache_dir, eval::Wor
         std::cerr << "kbv serve: stopping at once" << std::endl;
         std::_Exit(1);
       }
-      std::cerr << "kbv serve: stopping: no new requests; answering the " << service.metrics()["queue"]["depth"].get<std::size_t>()
+      std::cerr << "kbv serve: stopping: no new requests; answering the "
+                << service.metrics()["queue"]["depth"].get<std::size_t>()
                 << " waiting and those being evaluated (signal again to stop at once)" << std::endl;
       stopper = std::thread([&] {
         service.shutdown();
@@ -122,8 +137,8 @@ int serve_command(const ServeOptions& o, const std::string& cache_dir, eval::Wor
   });
 
   std::cout << "kbv serve: listening on http://" << o.host << ":" << server.port() << " (device " << o.device << ", "
-            << (o.device == "cuda" ? config.gpus.size() : 1) << " lane(s), queue " << o.queue << ", store " << o.db << ")"
-            << std::endl;
+            << (o.device == "cuda" ? config.gpus.size() : 1) << " lane(s), queue " << o.queue << ", store " << o.db
+            << ")" << std::endl;
   server.serve();
   const char done = 0;
   [[maybe_unused]] const ssize_t n = ::write(signal_pipe[1], &done, 1);
@@ -132,8 +147,9 @@ int serve_command(const ServeOptions& o, const std::string& cache_dir, eval::Wor
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
   const auto metrics = service.metrics();
-  std::cout << "kbv serve: stopped after " << metrics["evaluations"]["done"] << " evaluations (" << metrics["evaluations"]["failed"]
-            << " could not be carried out, " << metrics["evaluations"]["refused_busy"] << " refused as busy)" << std::endl;
+  std::cout << "kbv serve: stopped after " << metrics["evaluations"]["done"] << " evaluations ("
+            << metrics["evaluations"]["failed"] << " could not be carried out, "
+            << metrics["evaluations"]["refused_busy"] << " refused as busy)" << std::endl;
   return 0;
 }
 

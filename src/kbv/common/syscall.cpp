@@ -8,8 +8,7 @@
 namespace kbv::detail {
 
 void throw_syscall_error(int error, const char* call, const char* file, int line) {
-  throw std::system_error(error, std::generic_category(),
-                          std::string(file) + ":" + std::to_string(line) + ": " + call);
+  throw std::system_error(error, std::generic_category(), std::string(file) + ":" + std::to_string(line) + ": " + call);
 }
 
 void log_syscall_error(int error, const char* call, const char* file, int line) noexcept {

@@ -32,8 +32,8 @@ const ReferenceDraw* probe_inputs(const std::vector<ReferenceDraw>& references) 
 
 // Another judged standard draw the candidate passed in its checks, to refill the probe's buffers
 // with: its reference is known and the candidate computes it right from fresh buffers.
-const ReferenceDraw* refresh_draw(const std::vector<ReferenceDraw>& references, const std::vector<protocol::DrawResult>& judged,
-                                  const ReferenceDraw* first) {
+const ReferenceDraw* refresh_draw(const std::vector<ReferenceDraw>& references,
+                                  const std::vector<protocol::DrawResult>& judged, const ReferenceDraw* first) {
   for (size_t i = 0; i < references.size() && i < judged.size(); ++i) {
     const ReferenceDraw& r = references[i];
     if (&r != first && r.draw.family == protocol::Family::standard && judged[i].status == "pass") return &r;
@@ -53,7 +53,8 @@ std::int64_t host_bytes(const json& metas) {
 
 // The first draw the checks judge: also drawn before the candidate is imported (import()).
 const ReferenceDraw* first_judged(const std::vector<ReferenceDraw>& references) {
-  const auto first = std::find_if(references.begin(), references.end(), [](const ReferenceDraw& r) { return r.skip_reason.empty(); });
+  const auto first =
+      std::find_if(references.begin(), references.end(), [](const ReferenceDraw& r) { return r.skip_reason.empty(); });
   return first == references.end() ? nullptr : &*first;
 }
 
@@ -87,7 +88,8 @@ void CandidateEvaluation::run(const std::function<void()>& before_timing) {
 // First, while nothing of the candidate has run in that process: its text only.
 void CandidateEvaluation::screen() {
   const Stage stage(record_, "screen");
-  const Reply screened = worker_.request(commands::message(commands::Screen{request_.candidate}), Seconds(request_.timeout_seconds));
+  const Reply screened =
+      worker_.request(commands::message(commands::Screen{request_.candidate}), Seconds(request_.timeout_seconds));
   hacks::merge(record_.findings, hacks::static_findings(screened.header));
 }
 
@@ -95,7 +97,8 @@ void CandidateEvaluation::screen() {
 // reference's there, this process reproduces the problem's inputs, and kbv's families are seeded
 // transforms of them: a draw that differs after the import is the candidate's doing.
 void CandidateEvaluation::import() {
-  commands::Load load{request_.problem, request_.candidate, request_.device, protocol::to_json(request_.protocol), nullptr};
+  commands::Load load{request_.problem, request_.candidate, request_.device, protocol::to_json(request_.protocol),
+                      nullptr};
   if (first_checked_) load.draw = first_checked_->draw.to_json();
   request_.progress("candidate: importing (compiles its kernels)");
   const Stage stage(record_, "import");
@@ -116,20 +119,27 @@ bool CandidateEvaluation::checks() {
         record_.draws.push_back(judge(reference, {}, std::nullopt, protocol));
         continue;
       }
-      const Reply reply = worker_.request(commands::message(commands::Check{reference.draw.to_json(), {"candidate"}, false}),
-                                          Seconds(request_.timeout_seconds), Outputs::until_next_request);  // judged here
+      const Reply reply =
+          worker_.request(commands::message(commands::Check{reference.draw.to_json(), {"candidate"}, false}),
+                          Seconds(request_.timeout_seconds), Outputs::until_next_request);  // judged here
       if (reply.header.at("checksum") != reference.checksum) {
         if (!first_checked_ || loaded_.value("draw_checksum", json()) != first_checked_->checksum) {
-          throw EvalError("the two workers drew different inputs for one seed (does get_inputs() use a random source "
-                          "other than torch, numpy or random?)");
+          throw EvalError(
+              "the two workers drew different inputs for one seed (does get_inputs() use a random source "
+              "other than torch, numpy or random?)");
         }
-        hacks::merge(record_.findings, {{"global_state_tamper", "error",
-                                         json::array({{{"source", "runtime"}, {"when", "checks"}, {"draw", reference.draw.to_json()},
-                                                       {"why", "its worker drew the reference's first inputs before the candidate's "
-                                                               "import; after it, this draw differed from the reference's"}}})}});
+        hacks::merge(record_.findings,
+                     {{"global_state_tamper", "error",
+                       json::array({{{"source", "runtime"},
+                                     {"when", "checks"},
+                                     {"draw", reference.draw.to_json()},
+                                     {"why",
+                                      "its worker drew the reference's first inputs before the candidate's "
+                                      "import; after it, this draw differed from the reference's"}}})}});
         record_.verdict = detect_ ? Verdict::hack : Verdict::runtime_error;
-        record_.verdict_reason = "the candidate changed how the problem's inputs are drawn (torch's global state): its outputs "
-                                 "cannot be checked against the reference's";
+        record_.verdict_reason =
+            "the candidate changed how the problem's inputs are drawn (torch's global state): its outputs "
+            "cannot be checked against the reference's";
         drawn_apart = true;
         break;
       }
@@ -162,12 +172,14 @@ void CandidateEvaluation::timing(const std::function<void()>& before_timing) {
   request_.progress("candidate: timing");
   {
     const Stage stage(record_, "timing");
-    TimingRun timing = run_timing(worker_, "candidate", protocol, rng_, request_.timeout_seconds, protocol.timing.check_timed_outputs);
+    TimingRun timing =
+        run_timing(worker_, "candidate", protocol, rng_, request_.timeout_seconds, protocol.timing.check_timed_outputs);
     record_.candidate_timing = std::move(timing.result);
     sketches_ = std::move(timing.sketches);
   }
   const Stage stage(record_, "memory");
-  const Reply memory = worker_.request(commands::message(commands::Memory{"candidate"}), Seconds(request_.timeout_seconds));
+  const Reply memory =
+      worker_.request(commands::message(commands::Memory{"candidate"}), Seconds(request_.timeout_seconds));
   protocol::read_memory(memory.header, *record_.candidate_memory);
   // The timed input sets and their outputs go before the probe draws its own: 24 GiB under
   // `verified` for a 6 GiB problem, with which its probe ran out of memory on an 80 GB card.
@@ -182,21 +194,25 @@ void CandidateEvaluation::probe() {
   commands::Probe command{probe_draw->draw.to_json(), nullptr};
   const ReferenceDraw* refresh = refresh_draw(references_, record_.draws, probe_draw);
   if (refresh) command.refresh = refresh->draw.to_json();
-  const Reply probe = worker_.request(commands::message(command), Seconds(request_.timeout_seconds), Outputs::until_next_request);  // judged here
+  const Reply probe = worker_.request(commands::message(command), Seconds(request_.timeout_seconds),
+                                      Outputs::until_next_request);  // judged here
   record_.probe = probe.header.at("probe");
-  hacks::merge(record_.findings,
-               hacks::judge_probe(probe.header.at("probe"), reference_.trace(), probe_draw->tolerance, request_.protocol.detection));
+  hacks::merge(record_.findings, hacks::judge_probe(probe.header.at("probe"), reference_.trace(), probe_draw->tolerance,
+                                                    request_.protocol.detection));
   if (!refresh || probe.header.at("probe").contains("refreshed_bad_output")) return;
   record_.checked_output_host_bytes += host_bytes(probe.header.at("outputs"));
   const protocol::DrawResult judged =
-      judge(*refresh, reference_.compare(*refresh, probe.header.at("outputs"), probe, worker_.region_fd()), std::nullopt,
-            request_.protocol);
+      judge(*refresh, reference_.compare(*refresh, probe.header.at("outputs"), probe, worker_.region_fd()),
+            std::nullopt, request_.protocol);
   if (judged.status == "fail") {
-    hacks::merge(record_.findings,
-                 {{"stale_output", "error",
-                   json::array({{{"source", "runtime"}, {"when", "probe: call on refreshed inputs"},
-                                 {"why", "same buffers refilled with a draw it passed fresh: the output did not follow"},
-                                 {"scaled_error", judged.error}, {"tolerance", judged.tolerance}}})}});
+    hacks::merge(
+        record_.findings,
+        {{"stale_output", "error",
+          json::array({{{"source", "runtime"},
+                        {"when", "probe: call on refreshed inputs"},
+                        {"why", "same buffers refilled with a draw it passed fresh: the output did not follow"},
+                        {"scaled_error", judged.error},
+                        {"tolerance", judged.tolerance}}})}});
   }
 }
 

@@ -47,7 +47,8 @@ class CandidateEvaluation {
   std::mt19937_64& rng_;
   protocol::Record& record_;
   bool detect_;
-  const ReferenceDraw* first_checked_;  // drawn before the import too: a draw differing after it is the candidate's doing
+  const ReferenceDraw*
+      first_checked_;      // drawn before the import too: a draw differing after it is the candidate's doing
   nlohmann::json loaded_;  // the import's reply
   std::vector<TimedOutputSketch> sketches_;
 };

@@ -31,7 +31,8 @@ std::unique_ptr<WorkerPort> start_candidate_worker(const EvalRequest& request, b
     sandbox = plan_sandbox(launch, request.cache_dir, {request.problem, request.candidate});
   }
   // The worker holds the folder's mount from here on; this descriptor closes on return.
-  auto worker = std::make_unique<WorkerClient>("candidate", launch, sandbox ? &*sandbox : nullptr, folder ? folder->fd() : -1);
+  auto worker =
+      std::make_unique<WorkerClient>("candidate", launch, sandbox ? &*sandbox : nullptr, folder ? folder->fd() : -1);
   worker->post(ipc::commands::message(ipc::commands::Device{request.device, protocol::to_json(request.protocol)}),
                Seconds(request.timeout_seconds));
   return worker;

@@ -40,7 +40,9 @@ void settle(const sandbox::BuildFolder& folder, const std::string& published, Co
 
 CompileResult compile_candidate(const CompileRequest& request, const std::string& candidate) {
   const auto started = std::chrono::steady_clock::now();
-  const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
+  const auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  };
   CompileResult result{candidate, "ok", "", 0};
   WorkerLaunch launch = request.launch;
   add_build_environment(launch, request.cache_dir, candidate, request.device);
@@ -64,8 +66,9 @@ CompileResult compile_candidate(const CompileRequest& request, const std::string
   {
     WorkerClient worker("candidate", launch, sandbox ? &*sandbox : nullptr, folder ? folder->fd() : -1);
     try {
-      const Reply reply = worker.request(ipc::commands::message(ipc::commands::Compile{candidate, request.device, request.background}),
-                                         std::chrono::duration<double>(request.timeout_seconds));
+      const Reply reply =
+          worker.request(ipc::commands::message(ipc::commands::Compile{candidate, request.device, request.background}),
+                         std::chrono::duration<double>(request.timeout_seconds));
       result.ahead = reply.header.value("ahead", nlohmann::json::object());
     } catch (const WorkerFailed& failed) {
       result.outcome = ipc::name(failed.kind);

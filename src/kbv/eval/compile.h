@@ -21,8 +21,8 @@ struct CompileResult {
   // The extensions it would build later (in __init__, on a first forward, in a try), built here:
   // {"built": [names], "failed": [{line, error}], "missed": [{line, why}]} (harness.build_ahead).
   nlohmann::json ahead = nlohmann::json::object();
-  bool published_before = false;  // found published: no worker ran
-  bool over_limit = false;        // its build folder filled up (the `build` limit): nothing of it kept
+  bool published_before = false;         // found published: no worker ran
+  bool over_limit = false;               // its build folder filled up (the `build` limit): nothing of it kept
   nlohmann::json containment = nullptr;  // its worker's (WorkerClient::containment), where one ran
 };
 

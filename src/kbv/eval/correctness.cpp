@@ -31,7 +31,8 @@ bool within_rounding(double repeat_error, double baseline_error, const protocol:
   return repeat_error <= protocol.rounding_share * derive_tolerance(baseline_error, protocol);
 }
 
-std::optional<std::string> stochastic_reason(double repeat_error, double baseline_error, const protocol::Protocol& protocol) {
+std::optional<std::string> stochastic_reason(double repeat_error, double baseline_error,
+                                             const protocol::Protocol& protocol) {
   if (within_rounding(repeat_error, baseline_error, protocol)) return std::nullopt;
   return "stochastic reference: two calls on the same inputs differ (scaled error " + format_error(repeat_error) +
          ", beyond rounding)";
@@ -40,7 +41,8 @@ std::optional<std::string> stochastic_reason(double repeat_error, double baselin
 void prepare(std::vector<ReferenceDraw>& draws, const protocol::Protocol& protocol, double repeat_error) {
   bool standard_finite = true;
   for (const ReferenceDraw& d : draws) {
-    if (d.draw.family == protocol::Family::standard && d.skip_reason.empty()) standard_finite = standard_finite && d.all_finite;
+    if (d.draw.family == protocol::Family::standard && d.skip_reason.empty())
+      standard_finite = standard_finite && d.all_finite;
   }
   for (ReferenceDraw& d : draws) {
     if (!d.skip_reason.empty()) continue;
@@ -65,7 +67,8 @@ void prepare(std::vector<ReferenceDraw>& draws, const protocol::Protocol& protoc
 int hidden_families_in_domain(const std::vector<ReferenceDraw>& draws) {
   bool standard_finite = true;
   for (const ReferenceDraw& d : draws) {
-    if (d.draw.family == protocol::Family::standard && d.skip_reason.empty()) standard_finite = standard_finite && d.all_finite;
+    if (d.draw.family == protocol::Family::standard && d.skip_reason.empty())
+      standard_finite = standard_finite && d.all_finite;
   }
   std::set<protocol::Family> in_domain;
   for (const ReferenceDraw& d : draws) {
@@ -141,7 +144,8 @@ std::vector<FamilyResult> summarize(const std::vector<DrawResult>& draws, const 
         f.reason = d.reason;
       }
     }
-    const bool fallback = std::find(protocol.families.begin(), protocol.families.end(), family) == protocol.families.end();
+    const bool fallback =
+        std::find(protocol.families.begin(), protocol.families.end(), family) == protocol.families.end();
     if (fallback && f.draws == 0) continue;  // not drawn: enough of the others were in the domain
     if (f.status.empty()) f.status = f.passed > 0 ? "pass" : "skipped";
     if (f.status == "pass" && f.skipped > 0) f.reason = std::to_string(f.skipped) + " draw(s) skipped: " + f.reason;

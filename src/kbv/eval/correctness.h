@@ -56,7 +56,8 @@ bool within_rounding(double repeat_error, double baseline_error, const protocol:
 
 // Why a reference whose two calls differ by `repeat_error` cannot judge a candidate; nullopt when
 // that difference is rounding.
-std::optional<std::string> stochastic_reason(double repeat_error, double baseline_error, const protocol::Protocol& protocol);
+std::optional<std::string> stochastic_reason(double repeat_error, double baseline_error,
+                                             const protocol::Protocol& protocol);
 
 // One candidate draw: how its outputs compared with the reference's (check::compare_outputs, in the
 // reference's worker), or why it produced none (`bad_output`); neither for a skipped draw.

@@ -31,7 +31,10 @@ const ReferenceDraw* first_standard(const std::vector<ReferenceDraw>& references
 }  // namespace
 
 Evaluation::Evaluation(const EvalRequest& request, ReferenceSide& reference, WorkerRelay* relay)
-    : request_(request), reference_(reference), relay_(relay), started_(std::chrono::steady_clock::now()),
+    : request_(request),
+      reference_(reference),
+      relay_(relay),
+      started_(std::chrono::steady_clock::now()),
       rng_(make_rng(request.protocol)) {
   if (!std::filesystem::is_regular_file(request.candidate)) throw EvalError("no such file: " + request.candidate);
   if (request.problem != reference.config().problem || request.device != reference.config().device ||
@@ -42,8 +45,9 @@ Evaluation::Evaluation(const EvalRequest& request, ReferenceSide& reference, Wor
   record_.candidate = request.candidate;
   record_.device = request.device;
   record_.protocol = protocol::to_json(request.protocol);
-  record_.sandbox = request.launch.sandbox ? json{{"enabled", true}, {"limits", sandbox::to_json(request.launch.limits)}}
-                                           : json{{"enabled", false}};
+  record_.sandbox = request.launch.sandbox
+                        ? json{{"enabled", true}, {"limits", sandbox::to_json(request.launch.limits)}}
+                        : json{{"enabled", false}};
 }
 
 Record Evaluation::run() {
@@ -143,7 +147,8 @@ void Evaluation::candidate_steps() {
     record_.verdict = verdict_of_loss(lost.kind);
     record_.verdict_reason = lost.what();
     if (lost.kind == "forged_reply") {
-      hacks::merge(record_.findings, {{"forged_reply", "error", json::array({{{"source", "result channel"}, {"why", lost.what()}}})}});
+      hacks::merge(record_.findings,
+                   {{"forged_reply", "error", json::array({{{"source", "result channel"}, {"why", lost.what()}}})}});
     }
   }
   sketches_ = std::move(candidate.sketches());

@@ -36,9 +36,9 @@ struct EvalRequest {
   std::string problem, candidate;
   std::string device = "cpu";
   protocol::Protocol protocol;
-  double timeout_seconds = 120;          // each worker step (forward, a timing round, ...)
-  double compile_timeout_seconds = 1800; // importing the candidate (its kernels compile then)
-  std::string cache_dir;                 // compiled extensions, keyed by content
+  double timeout_seconds = 120;           // each worker step (forward, a timing round, ...)
+  double compile_timeout_seconds = 1800;  // importing the candidate (its kernels compile then)
+  std::string cache_dir;                  // compiled extensions, keyed by content
   WorkerLaunch launch;
   std::function<void(std::string_view)> progress = [](std::string_view) {};
 };
@@ -55,11 +55,11 @@ protocol::Record evaluate(const EvalRequest& request);
 // the next problem's (its worker loads that problem) beside its own untimed steps, and the
 // side of the problem before, exiting, is reaped before the next timing.
 struct WorkerRelay {
-  std::unique_ptr<WorkerPort> ready;      // this candidate's worker, started by the evaluation before
-  std::optional<EvalRequest> next;        // the next candidate on the lane, if any
-  std::unique_ptr<WorkerPort> leaving;    // the previous candidate's worker, exiting
-  std::optional<ReferenceConfig> next_reference;   // the next problem's side, to start; none within a problem
-  std::unique_ptr<ReferenceSide> reference_ahead;  // that side, loading (ReferenceSide::Start::posted)
+  std::unique_ptr<WorkerPort> ready;                 // this candidate's worker, started by the evaluation before
+  std::optional<EvalRequest> next;                   // the next candidate on the lane, if any
+  std::unique_ptr<WorkerPort> leaving;               // the previous candidate's worker, exiting
+  std::optional<ReferenceConfig> next_reference;     // the next problem's side, to start; none within a problem
+  std::unique_ptr<ReferenceSide> reference_ahead;    // that side, loading (ReferenceSide::Start::posted)
   std::unique_ptr<ReferenceSide> leaving_reference;  // the problem before's side, exiting
 };
 
@@ -79,11 +79,11 @@ class Evaluation {
   protocol::Record run();
 
  private:
-  bool start_candidate();   // the relay's worker, else built (in a sandbox) and started; false: the build ended it
-  void load_reference();    // the reference side's posted load, awaited
-  bool reference_draws();   // false: the reference is stochastic beyond rounding (unverifiable)
-  void baseline();          // once per reference side, with the candidate's worker idle
-  void floor_and_trace();   // the physical floor's timed copy, the reference's ops traced
+  bool start_candidate();  // the relay's worker, else built (in a sandbox) and started; false: the build ended it
+  void load_reference();   // the reference side's posted load, awaited
+  bool reference_draws();  // false: the reference is stochastic beyond rounding (unverifiable)
+  void baseline();         // once per reference side, with the candidate's worker idle
+  void floor_and_trace();  // the physical floor's timed copy, the reference's ops traced
   void candidate_steps();
   void shutdown_candidate();
   void timed_output_checks();

@@ -128,7 +128,11 @@ std::string toolchain_identity(const std::string& device) {
 std::string build_key(const std::string& candidate_path, const std::string& device, const std::string& python) {
   std::ifstream in(candidate_path, std::ios::binary);
   std::ostringstream content;
-  content << in.rdbuf() << "\n" << device << "\n" << KBV_VERSION << "\n" << python << "\n" << toolchain_identity(device);
+  content << in.rdbuf() << "\n"
+          << device << "\n"
+          << KBV_VERSION << "\n"
+          << python << "\n"
+          << toolchain_identity(device);
   return content_key(content.str());
 }
 
@@ -144,7 +148,8 @@ std::string published_dir(const std::string& cache_dir, const std::string& candi
 
 void add_build_environment(WorkerLaunch& launch, const std::string& cache_dir, const std::string& candidate_path,
                            const std::string& device) {
-  launch.environment.emplace_back("TORCH_EXTENSIONS_DIR", extension_dir(cache_dir, candidate_path, device, launch.python));
+  launch.environment.emplace_back("TORCH_EXTENSIONS_DIR",
+                                  extension_dir(cache_dir, candidate_path, device, launch.python));
   const std::string cxx = cxx_compiler();
   if (environment("KBV_PCH") == "off" || cxx.find(' ') != std::string::npos) return;
   const fs::path wrapper = wrapper_in_cache(fs::path(launch.executable).parent_path(), cache_dir);

@@ -23,7 +23,8 @@ std::vector<Draw> plan_draws(const protocol::Protocol& protocol, std::mt19937_64
   if (!protocol.secret_seeds) {
     at::Generator generator = at::detail::createCPUGenerator(protocol.fixed_seed);
     for (int i = 0; i < protocol.draws_per_family; ++i) {
-      const auto seed = at::randint(0, 4294967295LL, {1}, generator, at::TensorOptions().dtype(at::kLong)).item<int64_t>();
+      const auto seed =
+          at::randint(0, 4294967295LL, {1}, generator, at::TensorOptions().dtype(at::kLong)).item<int64_t>();
       draws.push_back({protocol::Family::standard, i, nlohmann::json::object(), static_cast<std::uint64_t>(seed)});
     }
     return draws;

@@ -60,7 +60,8 @@ void publish(const sandbox::BuildFolder& folder, const std::string& dir, Publish
   if (rename(staging.c_str(), dir.c_str()) == -1) remove_tree(staging);  // another build of the content is there
 }
 
-sandbox::BuildFolder private_copy(const std::string& dir, const std::optional<PublishedBuild>& build, std::uint64_t size_bytes) {
+sandbox::BuildFolder private_copy(const std::string& dir, const std::optional<PublishedBuild>& build,
+                                  std::uint64_t size_bytes) {
   sandbox::BuildFolder folder(size_bytes);
   if (!build) return folder;
   std::string wrong;

@@ -36,6 +36,7 @@ void publish(const sandbox::BuildFolder& folder, const std::string& dir, Publish
 // (none: an empty folder), holding a copy of its files, each checked against its digest. Where the
 // copy fails or a file differs, the published build is removed (renamed aside first, so that no
 // reader meets half of it), said on stderr, and the folder given empty: the worker builds afresh.
-sandbox::BuildFolder private_copy(const std::string& dir, const std::optional<PublishedBuild>& build, std::uint64_t size_bytes);
+sandbox::BuildFolder private_copy(const std::string& dir, const std::optional<PublishedBuild>& build,
+                                  std::uint64_t size_bytes);
 
 }  // namespace kbv::eval

@@ -25,7 +25,8 @@ using Seconds = std::chrono::duration<double>;
 void throw_if_out_of_memory(const WorkerFailed& failed) {
   if (sandbox::out_of_memory(failed.what())) {
     throw EvalError(std::string("the reference worker ran out of memory (the device is shared with the candidate's "
-                                "worker): ") + failed.what());
+                                "worker): ") +
+                    failed.what());
   }
 }
 
@@ -44,7 +45,8 @@ Reply reference_reply(WorkerPort& worker, const std::function<Reply()>& awaited)
 }
 
 Reply reference_request(WorkerPort& worker, const json& command, double timeout, const Attachments& attachments = {}) {
-  return reference_reply(worker, [&] { return worker.request(command, Seconds(timeout), Outputs::owned, attachments); });
+  return reference_reply(worker,
+                         [&] { return worker.request(command, Seconds(timeout), Outputs::owned, attachments); });
 }
 
 // A mode's scaled error against the first mode, as the worker measured it.
@@ -58,8 +60,9 @@ ReferenceSide::ReferenceSide(ReferenceConfig config, Start start)
 ReferenceSide::ReferenceSide(ReferenceConfig config, std::unique_ptr<WorkerPort> worker, Start start)
     : config_(std::move(config)), worker_(std::move(worker)), rng_(make_rng(config_.protocol)) {
   config_.progress("reference: loading the problem");
-  worker_->post(commands::message(commands::Load{config_.problem, "", config_.device, protocol::to_json(config_.protocol), nullptr}),
-               Seconds(config_.load_timeout_seconds));
+  worker_->post(commands::message(
+                    commands::Load{config_.problem, "", config_.device, protocol::to_json(config_.protocol), nullptr}),
+                Seconds(config_.load_timeout_seconds));
   loading_ = true;
   if (start == Start::now) ready();
 }
@@ -90,9 +93,13 @@ std::vector<ReferenceDraw> ReferenceSide::draws(const std::vector<Draw>& plan, d
   last_plan_ = nullptr;
   last_draws_.clear();
   const auto& fallback = config_.protocol.fallback_families;
-  const auto is_fallback = [&](const Draw& d) { return std::find(fallback.begin(), fallback.end(), d.family) != fallback.end(); };
-  config_.progress("reference: " + std::to_string(std::count_if(plan.begin(), plan.end(), [&](const Draw& d) { return !is_fallback(d); })) +
-                   " input draws");
+  const auto is_fallback = [&](const Draw& d) {
+    return std::find(fallback.begin(), fallback.end(), d.family) != fallback.end();
+  };
+  config_.progress(
+      "reference: " +
+      std::to_string(std::count_if(plan.begin(), plan.end(), [&](const Draw& d) { return !is_fallback(d); })) +
+      " input draws");
   std::vector<ReferenceDraw> draws;
   repeat_error = 0;
   // The baseline's outputs only set the scaled comparison's tolerance (allclose has a fixed one).
@@ -112,8 +119,8 @@ std::vector<ReferenceDraw> ReferenceSide::draws(const std::vector<Draw>& plan, d
     try {
       // The outputs stay in the worker: the later modes are judged against the first there, which
       // also measures the first's RMS and finiteness; a candidate's are compared with them there.
-      const Reply reply =
-          worker_->request(commands::message(commands::Check{draw.to_json(), modes, true}), Seconds(config_.timeout_seconds));
+      const Reply reply = worker_->request(commands::message(commands::Check{draw.to_json(), modes, true}),
+                                           Seconds(config_.timeout_seconds));
       const json& results = reply.header.at("results");
       if (results.front().contains("bad_output")) {
         throw EvalError("the problem's Model returns no tensors: " + results.front()["bad_output"].get<std::string>());
@@ -126,7 +133,8 @@ std::vector<ReferenceDraw> ReferenceSide::draws(const std::vector<Draw>& plan, d
       if (first) repeat_error = error_of(results[1]);
     } catch (const WorkerFailed& failed) {
       throw_if_out_of_memory(failed);
-      if (failed.kind != ipc::FailureKind::reference_error) throw EvalError("the reference worker failed: " + std::string(failed.what()));
+      if (failed.kind != ipc::FailureKind::reference_error)
+        throw EvalError("the reference worker failed: " + std::string(failed.what()));
       if (draw.family == protocol::Family::standard) {
         throw EvalError(std::string("the problem's Model raised on its own inputs: ") + failed.what());
       }
@@ -150,7 +158,8 @@ void ReferenceSide::measure_baseline() {
   } catch (const std::exception& error) {
     throw EvalError(std::string("timing the baseline failed: ") + error.what());
   }
-  const Reply memory = reference_request(*worker_, commands::message(commands::Memory{"baseline"}), config_.timeout_seconds);
+  const Reply memory =
+      reference_request(*worker_, commands::message(commands::Memory{"baseline"}), config_.timeout_seconds);
   baseline_memory_.footprint_bytes = footprint_bytes_;
   protocol::read_memory(memory.header, baseline_memory_);
   reference_request(*worker_, commands::message(commands::DropPool{}), config_.timeout_seconds);
@@ -165,17 +174,23 @@ void ReferenceSide::trace_once(const ReferenceDraw& draw) {
 
 double ReferenceSide::copy_seconds(std::int64_t bytes) {
   if (auto known = copy_seconds_.find(bytes); known != copy_seconds_.end()) return known->second;
-  const double seconds = reference_request(*worker_, commands::message(commands::Floor{static_cast<std::int64_t>(bytes)}), config_.timeout_seconds)
-                             .header.at("copy_seconds");
+  const double seconds =
+      reference_request(*worker_, commands::message(commands::Floor{static_cast<std::int64_t>(bytes)}),
+                        config_.timeout_seconds)
+          .header.at("copy_seconds");
   copy_seconds_[bytes] = seconds;
   return seconds;
 }
 
-Reply ReferenceSide::request(const json& command) { return reference_request(*worker_, command, config_.timeout_seconds); }
+Reply ReferenceSide::request(const json& command) {
+  return reference_request(*worker_, command, config_.timeout_seconds);
+}
 
-check::OutputComparison ReferenceSide::compare(const ReferenceDraw& draw, const json& metas, const Reply& reply, int region_fd) {
-  commands::Compare command{draw.draw.to_json(), draw.reference_rms, config_.protocol.comparison == protocol::Comparison::scaled,
-                            config_.protocol.atol, config_.protocol.rtol, json::array()};
+check::OutputComparison ReferenceSide::compare(const ReferenceDraw& draw, const json& metas, const Reply& reply,
+                                               int region_fd) {
+  commands::Compare command{
+      draw.draw.to_json(),   draw.reference_rms,    config_.protocol.comparison == protocol::Comparison::scaled,
+      config_.protocol.atol, config_.protocol.rtol, json::array()};
   Attachments attachments;
   std::optional<size_t> region_file;
   size_t next_device_file = 0;
@@ -198,7 +213,8 @@ check::OutputComparison ReferenceSide::compare(const ReferenceDraw& draw, const 
     command.outputs.push_back(std::move(meta));
   }
   return check::comparison_from_json(
-      reference_request(*worker_, commands::message(command), config_.timeout_seconds, attachments).header.at("comparison"));
+      reference_request(*worker_, commands::message(command), config_.timeout_seconds, attachments)
+          .header.at("comparison"));
 }
 
 }  // namespace kbv::eval

@@ -63,7 +63,8 @@ class ReferenceSide {
   // Blobs are sent on; views into the candidate's output region stay there, the region's file
   // (`region_fd`) handed to the worker; outputs handed over on the device go on as their files.
   // Only the comparison's numbers come back.
-  check::OutputComparison compare(const ReferenceDraw& draw, const nlohmann::json& metas, const Reply& reply, int region_fd);
+  check::OutputComparison compare(const ReferenceDraw& draw, const nlohmann::json& metas, const Reply& reply,
+                                  int region_fd);
 
   // The first call times the baseline and measures its memory; later calls return at once.
   void measure_baseline();
@@ -96,7 +97,7 @@ class ReferenceSide {
   nlohmann::json versions_;
   std::int64_t footprint_bytes_ = 0;
   bool loading_ = false;  // a posted load whose reply is not yet read
-  std::mt19937_64 rng_;  // the baseline's timing inputs
+  std::mt19937_64 rng_;   // the baseline's timing inputs
   std::optional<protocol::TimingResult> baseline_;
   protocol::MemoryResult baseline_memory_;
   nlohmann::json trace_;

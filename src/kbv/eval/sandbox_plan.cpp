@@ -28,7 +28,8 @@ const std::vector<std::string>& python_paths(const WorkerLaunch& launch) {
   std::lock_guard lock(mutex);
   if (auto found = known.find(python); found != known.end()) return found->second;
   const std::string command =
-      "'" + python + "' -c 'import json, sys; "
+      "'" + python +
+      "' -c 'import json, sys; "
       "print(json.dumps([sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix] + sys.path))' 2>/dev/null";
   std::string text;
   if (FILE* pipe = popen(command.c_str(), "r")) {
@@ -40,7 +41,8 @@ const std::vector<std::string>& python_paths(const WorkerLaunch& launch) {
   if (!paths.is_array()) throw std::runtime_error("cannot ask " + python + " where its packages are (for the sandbox)");
   std::vector<std::string>& result = known[python];
   for (const auto& path : paths) {
-    if (path.is_string() && !path.get<std::string>().empty() && path.get<std::string>()[0] == '/') result.push_back(path);
+    if (path.is_string() && !path.get<std::string>().empty() && path.get<std::string>()[0] == '/')
+      result.push_back(path);
   }
   return result;
 }
@@ -69,10 +71,12 @@ bool inside(const fs::path& path, const fs::path& folder) {
 // The system's software, shown whole: programs, libraries, the toolchain, CUDA, the drivers'
 // libraries and the system's configuration. Not /home, /root, /srv, /mnt, /var, /run or any other
 // folder of the caller's: of those only the files named are shown.
-constexpr const char* kSystemFolders[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/snap", "/nix"};
+constexpr const char* kSystemFolders[] = {"/usr",    "/bin", "/sbin", "/lib",  "/lib32", "/lib64",
+                                          "/libx32", "/etc", "/opt",  "/snap", "/nix"};
 
 bool in_system_folder(const fs::path& path) {
-  return std::any_of(std::begin(kSystemFolders), std::end(kSystemFolders), [&](const char* system) { return inside(path, system); });
+  return std::any_of(std::begin(kSystemFolders), std::end(kSystemFolders),
+                     [&](const char* system) { return inside(path, system); });
 }
 
 // The absolute entries of a search path in the environment (PATH, LD_LIBRARY_PATH).
@@ -87,14 +91,16 @@ std::vector<std::string> search_path(const char* name) {
 
 }  // namespace
 
-sandbox::Spec plan_sandbox(const WorkerLaunch& launch, const std::string& cache_dir, const std::vector<std::string>& files) {
+sandbox::Spec plan_sandbox(const WorkerLaunch& launch, const std::string& cache_dir,
+                           const std::vector<std::string>& files) {
   std::set<std::string> readable;
   for (const char* system : kSystemFolders) {
     if (fs::exists(system)) readable.insert(system);
   }
   for (const std::string& path : python_paths(launch)) add_both(readable, path);
   add_both(readable, fs::path(launch.python).parent_path().string());
-  for (const char* shared : {"toolchain", "pch", "pycache"}) add_both(readable, (fs::path(cache_dir) / shared).string());
+  for (const char* shared : {"toolchain", "pch", "pycache"})
+    add_both(readable, (fs::path(cache_dir) / shared).string());
   for (const std::string& file : files) add_both(readable, file);
   // What the environment names outside the system's folders (programs, libraries, the compiler).
   std::vector<std::string> named = search_path("PATH");

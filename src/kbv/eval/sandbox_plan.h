@@ -17,6 +17,7 @@ namespace kbv::eval {
 
 // `launch` as add_build_environment left it (its TORCH_EXTENSIONS_DIR is where the build folder goes);
 // `files`: the problem and candidate files the worker imports.
-sandbox::Spec plan_sandbox(const WorkerLaunch& launch, const std::string& cache_dir, const std::vector<std::string>& files);
+sandbox::Spec plan_sandbox(const WorkerLaunch& launch, const std::string& cache_dir,
+                           const std::vector<std::string>& files);
 
 }  // namespace kbv::eval

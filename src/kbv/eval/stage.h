@@ -10,7 +10,8 @@ namespace kbv::eval {
 
 class Stage {
  public:
-  Stage(protocol::Record& record, const char* name) : record_(record), name_(name), begun_(std::chrono::steady_clock::now()) {}
+  Stage(protocol::Record& record, const char* name)
+      : record_(record), name_(name), begun_(std::chrono::steady_clock::now()) {}
   Stage(const Stage&) = delete;
   Stage& operator=(const Stage&) = delete;
   ~Stage() {

@@ -53,7 +53,8 @@ std::string evidence_line(const nlohmann::json& item) {
     for (const char* key : {"source", "when", "line", "why"}) {
       if (!item.contains(key)) continue;
       const nlohmann::json& v = item[key];
-      line += (line.empty() ? "" : " | ") + (v.is_string() ? v.get<std::string>() : (std::string(key) + " " + v.dump()));
+      line +=
+          (line.empty() ? "" : " | ") + (v.is_string() ? v.get<std::string>() : (std::string(key) + " " + v.dump()));
     }
     nlohmann::json rest = item;
     for (const char* key : {"source", "when", "line", "why"}) rest.erase(key);
@@ -103,12 +104,14 @@ std::string summarize(const protocol::Record& r) {
     }
     if (r.speedup) {
       out << "  speedup    " << format("%.3fx", *r.speedup);
-      if (r.speedup_ci_low) out << "  95% CI [" << format("%.3f", *r.speedup_ci_low) << ", " << format("%.3f", *r.speedup_ci_high) << "]";
+      if (r.speedup_ci_low)
+        out << "  95% CI [" << format("%.3f", *r.speedup_ci_low) << ", " << format("%.3f", *r.speedup_ci_high) << "]";
       out << "\n";
       if (r.stability.is_object() && !r.stability.value("reliable", true)) {
         out << "  UNRELIABLE: the figure follows the machine, not only the kernels\n";
         for (const auto& reason : r.stability.at("reasons")) {
-          out << "    " << reason.value("id", "?") << " (" << reason.value("side", "?") << "): " << reason.value("why", "") << "\n";
+          out << "    " << reason.value("id", "?") << " (" << reason.value("side", "?")
+              << "): " << reason.value("why", "") << "\n";
         }
       }
     }
@@ -124,8 +127,8 @@ std::string summarize(const protocol::Record& r) {
     out << "\n  footprint  baseline " << bytes(r.baseline_memory->footprint_bytes) << ", candidate "
         << bytes(r.candidate_memory->footprint_bytes) << "\n";
     if (r.candidate_memory->driver_growth_bytes) {
-      out << "  driver-level growth  baseline " << bytes(r.baseline_memory->driver_growth_bytes.value_or(0)) << ", candidate "
-          << bytes(*r.candidate_memory->driver_growth_bytes) << "\n";
+      out << "  driver-level growth  baseline " << bytes(r.baseline_memory->driver_growth_bytes.value_or(0))
+          << ", candidate " << bytes(*r.candidate_memory->driver_growth_bytes) << "\n";
     }
   }
   out << "\nfindings   ";
@@ -133,11 +136,13 @@ std::string summarize(const protocol::Record& r) {
   for (size_t i = 0; i < r.findings.size(); ++i) {
     const protocol::Finding& f = r.findings[i];
     const hacks::FindingKind* kind = hacks::finding_kind(f.id);
-    out << (i ? "           " : "") << f.id << " (" << f.severity << ")" << (kind ? std::string(": ") + std::string(kind->what) : "")
-        << "\n";
+    out << (i ? "           " : "") << f.id << " (" << f.severity << ")"
+        << (kind ? std::string(": ") + std::string(kind->what) : "") << "\n";
     const nlohmann::json items = f.evidence.is_array() ? f.evidence : nlohmann::json::array({f.evidence});
-    for (size_t j = 0; j < items.size() && j < kEvidenceShown; ++j) out << "             " << evidence_line(items[j]) << "\n";
-    if (items.size() > kEvidenceShown) out << "             (" << items.size() - kEvidenceShown << " more in the record)\n";
+    for (size_t j = 0; j < items.size() && j < kEvidenceShown; ++j)
+      out << "             " << evidence_line(items[j]) << "\n";
+    if (items.size() > kEvidenceShown)
+      out << "             (" << items.size() - kEvidenceShown << " more in the record)\n";
   }
   if (r.sandbox.contains("cgroup_missing")) {
     out << "\nsandbox    no cgroup: memory and processes limited per process only ("

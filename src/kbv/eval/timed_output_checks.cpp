@@ -26,11 +26,13 @@ constexpr std::chrono::seconds kCheckProgressEvery{10};
 
 }  // namespace
 
-void check_timed_outputs(ReferenceSide& reference, const EvalRequest& request, const std::vector<ReferenceDraw>& references,
-                         const std::vector<TimedOutputSketch>& sketches, protocol::Record& record) {
+void check_timed_outputs(ReferenceSide& reference, const EvalRequest& request,
+                         const std::vector<ReferenceDraw>& references, const std::vector<TimedOutputSketch>& sketches,
+                         protocol::Record& record) {
   double tolerance = request.protocol.error_floor;
   for (const ReferenceDraw& r : references) {
-    if (r.draw.family == protocol::Family::standard && r.skip_reason.empty()) tolerance = std::max(tolerance, r.tolerance);
+    if (r.draw.family == protocol::Family::standard && r.skip_reason.empty())
+      tolerance = std::max(tolerance, r.tolerance);
   }
   request.progress("reference: checking " + std::to_string(sketches.size()) + " timed outputs");
   const auto began = std::chrono::steady_clock::now();
@@ -41,7 +43,8 @@ void check_timed_outputs(ReferenceSide& reference, const EvalRequest& request, c
       reported = std::chrono::steady_clock::now();
       const double per_output = Seconds(reported - began).count() / static_cast<double>(first);
       request.progress("reference: checked " + std::to_string(first) + " of " + std::to_string(sketches.size()) +
-                       " timed outputs, about " + std::to_string(std::lround(per_output * static_cast<double>(sketches.size() - first))) +
+                       " timed outputs, about " +
+                       std::to_string(std::lround(per_output * static_cast<double>(sketches.size() - first))) +
                        " s left");
     }
     const size_t end = std::min(sketches.size(), first + kSketchesPerRequest);
@@ -49,7 +52,8 @@ void check_timed_outputs(ReferenceSide& reference, const EvalRequest& request, c
     for (size_t call = first; call < end; ++call) {
       calls.push_back({{"seed", sketches[call].content_seed}, {"sketch_seed", sketches[call].sketch_seed}});
     }
-    const Reply reply = reference.request(ipc::commands::message(ipc::commands::Sketches{calls, request.protocol.timing.sketch_points}));
+    const Reply reply = reference.request(
+        ipc::commands::message(ipc::commands::Sketches{calls, request.protocol.timing.sketch_points}));
     size_t next = 0;  // the reply's tensors, call after call
     for (size_t call = first; call < end; ++call) {
       const TimedOutputSketch& s = sketches[call];
@@ -59,7 +63,8 @@ void check_timed_outputs(ReferenceSide& reference, const EvalRequest& request, c
         error = std::numeric_limits<double>::infinity();
       } else {
         for (size_t i = 0; i < s.values.size(); ++i) {
-          error = std::max(error, check::scaled_error(s.values[i], reply.tensors.at(next + i), rms.at(i).get<double>()));
+          error =
+              std::max(error, check::scaled_error(s.values[i], reply.tensors.at(next + i), rms.at(i).get<double>()));
         }
       }
       next += rms.size();
@@ -78,9 +83,13 @@ void check_timed_outputs(ReferenceSide& reference, const EvalRequest& request, c
           record.verdict_reason += " after the candidate changed its own inputs";
           return;
         }
-        hacks::merge(record.findings, {{"stale_output", "error",
-                                        json::array({{{"source", "timed outputs"}, {"timed_call", call}, {"scaled_error", error},
-                                                      {"tolerance", tolerance}, {"why", "inputs refreshed in place (same buffers, new values)"}}})}});
+        hacks::merge(record.findings,
+                     {{"stale_output", "error",
+                       json::array({{{"source", "timed outputs"},
+                                     {"timed_call", call},
+                                     {"scaled_error", error},
+                                     {"tolerance", tolerance},
+                                     {"why", "inputs refreshed in place (same buffers, new values)"}}})}});
         return;
       }
     }

@@ -15,7 +15,8 @@ namespace kbv::eval {
 // Each sketch against the reference for its inputs, under the standard family's tolerance: the
 // first that differs makes the record `incorrect` (`stale_output`, unless the candidate changed its
 // own inputs, which is named already).
-void check_timed_outputs(ReferenceSide& reference, const EvalRequest& request, const std::vector<ReferenceDraw>& references,
-                         const std::vector<TimedOutputSketch>& sketches, protocol::Record& record);
+void check_timed_outputs(ReferenceSide& reference, const EvalRequest& request,
+                         const std::vector<ReferenceDraw>& references, const std::vector<TimedOutputSketch>& sketches,
+                         protocol::Record& record);
 
 }  // namespace kbv::eval

@@ -17,8 +17,8 @@ namespace {
 
 std::unique_ptr<measure::StoppingCriterion> make_criterion(const protocol::Timing& t) {
   if (t.fixed_samples > 0) return std::make_unique<measure::FixedCountCriterion>(t.fixed_samples);
-  return std::make_unique<measure::MedianPrecisionCriterion>(
-      measure::MedianPrecisionSettings{t.min_samples, t.min_seconds, t.max_relative_half_width, t.max_samples, t.max_seconds});
+  return std::make_unique<measure::MedianPrecisionCriterion>(measure::MedianPrecisionSettings{
+      t.min_samples, t.min_seconds, t.max_relative_half_width, t.max_samples, t.max_seconds});
 }
 
 // Timed calls go to the worker in batches of about this much measured time (kMaxBatch calls at
@@ -45,8 +45,8 @@ TimingRun run_timing(WorkerPort& worker, const std::string& mode, const protocol
   const auto began = std::chrono::steady_clock::now();
   worker.request(commands::message(commands::Pool{seeds}), timeout);
   int fills = t.pool_sets;
-  const Reply warmed =
-      worker.request(commands::message(commands::Warmup{t.warmup_calls, t.warmup_seconds, t.warmup_max_seconds, mode}), timeout);
+  const Reply warmed = worker.request(
+      commands::message(commands::Warmup{t.warmup_calls, t.warmup_seconds, t.warmup_max_seconds, mode}), timeout);
 
   TimingRun run;
   run.result.clock = warmed.header.at("clock");
@@ -61,9 +61,10 @@ TimingRun run_timing(WorkerPort& worker, const std::string& mode, const protocol
   std::iota(order.begin(), order.end(), 0);
   while (!criterion->is_finished() && made < most) {
     // One call first; then as many as fill kBatchSeconds at the median so far.
-    const int batch = made == 0 ? 1
-                                : std::clamp(static_cast<int>(kBatchSeconds / std::max(measure::median(criterion->samples()), 1e-9)),
-                                             1, std::min(kMaxBatch, most - made));
+    const int batch =
+        made == 0 ? 1
+                  : std::clamp(static_cast<int>(kBatchSeconds / std::max(measure::median(criterion->samples()), 1e-9)),
+                               1, std::min(kMaxBatch, most - made));
     nlohmann::json calls = nlohmann::json::array();
     std::vector<std::uint64_t> content;  // each call's content seed, for its sketch
     for (int i = 0; i < batch; ++i, ++made) {
@@ -105,9 +106,9 @@ TimingRun run_timing(WorkerPort& worker, const std::string& mode, const protocol
   const std::optional<measure::CpuCounters> host_after = measure::read_cpu_counters();
   const bool worker_read = cpu_before && cpu_after && cpu_before->source == cpu_after->source;
   if (worker_read && host_before && host_after) {
-    run.result.host = measure::host_load(*host_before, *host_after,
-                                         std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(),
-                                         cpu_after->seconds - cpu_before->seconds);
+    run.result.host = measure::host_load(
+        *host_before, *host_after, std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(),
+        cpu_after->seconds - cpu_before->seconds);
   }
   if (run.result.cpu.is_object()) {
     run.result.cpu["fills"] = fills;

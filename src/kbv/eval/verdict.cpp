@@ -43,17 +43,18 @@ Verdict verdict_of_loss(const std::string& kind) {
 void judge_measured(Record& record, const protocol::Protocol& protocol, std::optional<double> copy_seconds,
                     std::int64_t output_bytes) {
   if (copy_seconds && record.candidate_timing) {
-    if (auto anomaly = hacks::judge_floor(record.candidate_timing->seconds, *copy_seconds, output_bytes, protocol.detection)) {
+    if (auto anomaly =
+            hacks::judge_floor(record.candidate_timing->seconds, *copy_seconds, output_bytes, protocol.detection)) {
       hacks::merge(record.findings, {*anomaly});
     }
   }
   if (protocol.detection.enabled && record.candidate_timing) {
-    if (auto untimed = hacks::judge_untimed_work(record.candidate_timing->cpu, record.baseline ? record.baseline->cpu : json(),
-                                                 protocol.detection)) {
+    if (auto untimed = hacks::judge_untimed_work(record.candidate_timing->cpu,
+                                                 record.baseline ? record.baseline->cpu : json(), protocol.detection)) {
       hacks::merge(record.findings, {std::move(*untimed)});
     }
-    if (auto untimed = hacks::judge_untimed_device_work(record.candidate_timing->gpu,
-                                                        record.baseline ? record.baseline->gpu : json(), protocol.detection)) {
+    if (auto untimed = hacks::judge_untimed_device_work(
+            record.candidate_timing->gpu, record.baseline ? record.baseline->gpu : json(), protocol.detection)) {
       hacks::merge(record.findings, {std::move(*untimed)});
     }
   }
@@ -90,7 +91,8 @@ void judge_measured(Record& record, const protocol::Protocol& protocol, std::opt
     const measure::SideTiming candidate{record.candidate_timing->samples, record.candidate_timing->launch_samples,
                                         record.candidate_timing->host, cover(*record.candidate_timing)};
     record.stability = measure::judge_stability(
-        baseline, candidate, {t.unreliable_other_cores, t.unreliable_steal_share, t.unreliable_scatter_share, t.unreliable_drift_share});
+        baseline, candidate,
+        {t.unreliable_other_cores, t.unreliable_steal_share, t.unreliable_scatter_share, t.unreliable_drift_share});
   }
 }
 

@@ -29,14 +29,16 @@ std::shared_ptr<const ipc::SharedRegion> make_region() {
     return ipc::SharedRegion::create();
   } catch (const std::exception& failed) {
     static std::once_flag said;
-    std::call_once(said, [&] { std::cerr << "kbv: no shared output region (" << failed.what() << "); outputs go through the pipes\n"; });
+    std::call_once(said, [&] {
+      std::cerr << "kbv: no shared output region (" << failed.what() << "); outputs go through the pipes\n";
+    });
     return nullptr;
   }
 }
 
 // The worker gets `inherited` from kInheritedFd on: its output region, its file socket.
 process::WorkerProcess start_worker(const std::string& role, const WorkerLaunch& launch, std::span<const int> inherited,
-                                   const sandbox::Spec* sandbox) {
+                                    const sandbox::Spec* sandbox) {
   const nlohmann::json spec = sandbox ? sandbox::to_json(*sandbox) : nlohmann::json();
   if (launch.zygote) {
     try {
@@ -50,7 +52,7 @@ process::WorkerProcess start_worker(const std::string& role, const WorkerLaunch&
   std::vector<std::string> argv = {launch.executable, "worker", "--role", role, "--python", launch.python};
   if (sandbox) argv.insert(argv.end(), {"--sandbox", spec.dump()});
   return process::WorkerProcess::start(argv, launch.environment, 64 * 1024, inherited,
-                                      sandbox ? sandbox::namespace_flags() : 0);
+                                       sandbox ? sandbox::namespace_flags() : 0);
 }
 
 std::uint64_t draw_nonce() {
@@ -59,14 +61,16 @@ std::uint64_t draw_nonce() {
 }
 
 // Appends what the sandbox had to do with a failure, where it had anything.
-std::string with_note(std::string text, const std::string& note) { return note.empty() ? text : text + " (" + note + ")"; }
+std::string with_note(std::string text, const std::string& note) {
+  return note.empty() ? text : text + " (" + note + ")";
+}
 
 // Starts the worker with its output region (`region_fd`, -1 for none), one end of a socket pair
 // for open files (ipc/fd_passing.h) as its kFileSocketFd (the other end goes to `ours`) and, in
 // a sandbox, its build folder's mount (-1 for none) as its kBuildFolderFd.
 process::WorkerProcess start_with_file_socket(const std::string& role, const WorkerLaunch& launch,
-                                             const sandbox::Spec* sandbox, int region_fd, int build_folder,
-                                             ipc::UniqueFd& ours) {
+                                              const sandbox::Spec* sandbox, int region_fd, int build_folder,
+                                              ipc::UniqueFd& ours) {
   int pair[2];
   KBV_SYSCALL(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair));
   ours.reset(pair[0]);
@@ -80,7 +84,8 @@ process::WorkerProcess start_with_file_socket(const std::string& role, const Wor
     spec->build_folder_fd = build_folder >= 0 ? ipc::kBuildFolderFd : -1;
     if (build_folder < 0) spec->build_folder.clear();
   }
-  return start_worker(role, launch, std::span(inherited, build_folder >= 0 && sandbox ? 3 : 2), spec ? &*spec : nullptr);
+  return start_worker(role, launch, std::span(inherited, build_folder >= 0 && sandbox ? 3 : 2),
+                      spec ? &*spec : nullptr);
 }
 
 }  // namespace
@@ -97,12 +102,14 @@ WorkerClient::WorkerClient(const std::string& role, const WorkerLaunch& launch, 
 
 nlohmann::json WorkerClient::containment() const {
   if (!sandbox_limits_) return nullptr;
-  return cgroup_ ? nlohmann::json{{"cgroup", cgroup_->version()}} : nlohmann::json{{"cgroup", nullptr}, {"cgroup_missing", cgroup_missing_}};
+  return cgroup_ ? nlohmann::json{{"cgroup", cgroup_->version()}}
+                 : nlohmann::json{{"cgroup", nullptr}, {"cgroup_missing", cgroup_missing_}};
 }
 
 std::optional<CpuReading> WorkerClient::cpu_time() const {
   if (cgroup_) {
-    if (const std::optional<double> seconds = cgroup_->cpu_seconds()) return CpuReading{*seconds, std::string("cgroup ") + cgroup_->version()};
+    if (const std::optional<double> seconds = cgroup_->cpu_seconds())
+      return CpuReading{*seconds, std::string("cgroup ") + cgroup_->version()};
   }
   const std::optional<ProcStat> stat = ProcStat::read(std::to_string(process_.pid()));
   if (!stat) return std::nullopt;
@@ -147,9 +154,10 @@ Reply WorkerClient::collect() {
 
 WorkerClient::Posted WorkerClient::send(const nlohmann::json& command, std::chrono::duration<double> timeout,
                                         const Attachments& attachments) {
-  Posted posted{command.value("cmd", "?"),
-                std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout),
-                timeout, draw_nonce()};
+  Posted posted{
+      command.value("cmd", "?"),
+      std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout),
+      timeout, draw_nonce()};
   nlohmann::json sent = command;
   sent[ipc::kNonceField] = posted.nonce;
   std::vector<ipc::Bytes> blobs;
@@ -203,7 +211,8 @@ Reply WorkerClient::await(const Posted& posted, Outputs outputs) {
     if (received.status == Status::timeout) {
       process_.kill();
       process_.wait();
-      throw WorkerLost("timeout", "no answer to '" + what + "' within " + std::to_string(posted.timeout.count()) + " s");
+      throw WorkerLost("timeout",
+                       "no answer to '" + what + "' within " + std::to_string(posted.timeout.count()) + " s");
     }
     process_.kill();  // a malformed reply means the channel cannot be trusted any more
     const process::ExitStatus status = process_.wait();
@@ -211,8 +220,9 @@ Reply WorkerClient::await(const Posted& posted, Outputs outputs) {
       throw WorkerLost("sandbox", "the candidate's sandbox could not be set up: " + process_.log_tail());
     }
     std::string note = cpu_limit_reached_ ? sandbox::explain_cgroup_cpu(*sandbox_limits_)
-                       : sandbox_limits_  ? sandbox::explain_exit(status.signaled, status.code, status.cpu_seconds, *sandbox_limits_)
-                                          : "";
+                       : sandbox_limits_
+                           ? sandbox::explain_exit(status.signaled, status.code, status.cpu_seconds, *sandbox_limits_)
+                           : "";
     if (note.empty() && cgroup_ && cgroup_->oom_kills() > 0) note = sandbox::explain_cgroup_memory(*sandbox_limits_);
     throw WorkerLost("crash", with_note("worker process " + status.describe() + " during '" + what + "'" +
                                             (received.error.empty() ? "" : " (" + received.error + ")"),
@@ -225,8 +235,10 @@ Reply WorkerClient::await(const Posted& posted, Outputs outputs) {
     process_.kill();
     process_.wait();
     reply.header.erase(ipc::kNonceField);
-    throw WorkerLost("forged_reply", "a reply to '" + what + "' that answers no command kbv sent (the result channel "
-                                     "was written by other code than the worker's): " + reply.header.dump().substr(0, 300));
+    throw WorkerLost("forged_reply", "a reply to '" + what +
+                                         "' that answers no command kbv sent (the result channel "
+                                         "was written by other code than the worker's): " +
+                                         reply.header.dump().substr(0, 300));
   }
   answered_ = true;
   if (reply.header.value("status", "") == "error") {
@@ -239,7 +251,8 @@ Reply WorkerClient::await(const Posted& posted, Outputs outputs) {
       // kbv's worker names only its own kinds: other code wrote this reply.
       process_.kill();
       process_.wait();
-      throw WorkerLost("forged_reply", "a reply to '" + what + "' that " + unknown.what() + ": " + message.substr(0, 300));
+      throw WorkerLost("forged_reply",
+                       "a reply to '" + what + "' that " + unknown.what() + ": " + message.substr(0, 300));
     }
     throw WorkerFailed(kind, message);
   }
@@ -258,19 +271,23 @@ Reply WorkerClient::await(const Posted& posted, Outputs outputs) {
   // sent on the file socket before the reply; every other one takes the next blob.
   auto& blobs = received.message.blobs;
   const auto count = [&](const char* key) {
-    return static_cast<size_t>(std::count_if(metas.begin(), metas.end(), [&](const nlohmann::json& m) { return m.contains(key); }));
+    return static_cast<size_t>(
+        std::count_if(metas.begin(), metas.end(), [&](const nlohmann::json& m) { return m.contains(key); }));
   };
   const size_t in_region = count("region"), on_device = count("device");
   if (metas.size() - in_region - on_device != blobs.size() || (in_region > 0 && !region_)) {
-    throw WorkerFailed(ipc::FailureKind::internal, "reply to '" + what + "' describes " + std::to_string(metas.size()) + " tensors (" +
-                                       std::to_string(in_region) + " in a region, " + std::to_string(on_device) +
-                                       " on the device) but carries " + std::to_string(blobs.size()) + " blobs");
+    throw WorkerFailed(ipc::FailureKind::internal, "reply to '" + what + "' describes " + std::to_string(metas.size()) +
+                                                       " tensors (" + std::to_string(in_region) + " in a region, " +
+                                                       std::to_string(on_device) + " on the device) but carries " +
+                                                       std::to_string(blobs.size()) + " blobs");
   }
   while (reply.files.size() < on_device) {
-    ipc::PassedFds passed = ipc::receive_fds(file_socket_.get(), std::chrono::steady_clock::now() + std::chrono::seconds(5));
+    ipc::PassedFds passed =
+        ipc::receive_fds(file_socket_.get(), std::chrono::steady_clock::now() + std::chrono::seconds(5));
     if (passed.status != ipc::PassedFds::Status::message) {
       throw WorkerFailed(ipc::FailureKind::internal, "reply to '" + what + "' describes " + std::to_string(on_device) +
-                                         " outputs on the device, and " + std::to_string(reply.files.size()) + " came");
+                                                         " outputs on the device, and " +
+                                                         std::to_string(reply.files.size()) + " came");
     }
     for (ipc::UniqueFd& fd : passed.fds) reply.files.push_back(std::move(fd));
   }
@@ -299,7 +316,8 @@ void WorkerClient::begin_shutdown() {
   if (!running_) return;
   running_ = false;
   try {
-    process_.send(ipc::commands::message(ipc::commands::Exit{}), {}, std::chrono::steady_clock::now() + std::chrono::seconds(5));
+    process_.send(ipc::commands::message(ipc::commands::Exit{}), {},
+                  std::chrono::steady_clock::now() + std::chrono::seconds(5));
     process_.receive(std::chrono::steady_clock::now() + std::chrono::seconds(5));
   } catch (const std::exception&) {
     // Already gone: reaped by shutdown() either way.

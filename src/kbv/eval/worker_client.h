@@ -68,7 +68,8 @@ class WorkerClient : public WorkerPort {
     std::chrono::duration<double> timeout;
     std::uint64_t nonce;
   };
-  Posted send(const nlohmann::json& command, std::chrono::duration<double> timeout, const Attachments& attachments = {});
+  Posted send(const nlohmann::json& command, std::chrono::duration<double> timeout,
+              const Attachments& attachments = {});
   Reply await(const Posted& posted, Outputs outputs);
   // The worker's next message, or why none came by `deadline`. Where the sandbox's cgroup counts CPU
   // time and a CPU limit is set, it is read every kCpuLimitTick meanwhile: RLIMIT_CPU stops each
@@ -78,10 +79,10 @@ class WorkerClient : public WorkerPort {
   static constexpr std::chrono::seconds kCpuLimitTick{1};
 
   std::shared_ptr<const ipc::SharedRegion> region_;  // null when none could be made: blobs only
-  ipc::UniqueFd file_socket_;                         // the worker's kFileSocketFd is the other end (made with process_)
-  std::optional<sandbox::Limits> sandbox_limits_;        // set when the worker is sandboxed
-  std::string cgroup_missing_;                           // why a sandboxed worker has no cgroup
-  std::unique_ptr<sandbox::Cgroup> cgroup_;              // its sandbox's, removed after process_ is reaped
+  ipc::UniqueFd file_socket_;                        // the worker's kFileSocketFd is the other end (made with process_)
+  std::optional<sandbox::Limits> sandbox_limits_;    // set when the worker is sandboxed
+  std::string cgroup_missing_;                       // why a sandboxed worker has no cgroup
+  std::unique_ptr<sandbox::Cgroup> cgroup_;          // its sandbox's, removed after process_ is reaped
   process::WorkerProcess process_;
   bool answered_ = false;  // a reply came: from then on anything that ends it is the worker's own doing
   bool cpu_limit_reached_ = false;

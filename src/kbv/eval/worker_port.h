@@ -24,7 +24,8 @@ namespace kbv::eval {
 // (forged_reply: something else wrote its result channel) or could not enter its sandbox before any
 // candidate code ran (sandbox: kbv's or the machine's failure); `description` says how.
 struct WorkerLost : std::runtime_error {
-  WorkerLost(std::string kind_, const std::string& description) : std::runtime_error(description), kind(std::move(kind_)) {}
+  WorkerLost(std::string kind_, const std::string& description)
+      : std::runtime_error(description), kind(std::move(kind_)) {}
   std::string kind;  // crash | timeout | forged_reply | sandbox
 };
 
@@ -69,8 +70,8 @@ class WorkerPort {
   virtual ~WorkerPort() = default;
   // Sends `command` and waits up to `timeout` for the reply. Throws WorkerLost (the worker is then
   // gone) or WorkerFailed.
-  virtual Reply request(const nlohmann::json& command, std::chrono::duration<double> timeout, Outputs outputs = Outputs::owned,
-                        const Attachments& attachments = {}) = 0;
+  virtual Reply request(const nlohmann::json& command, std::chrono::duration<double> timeout,
+                        Outputs outputs = Outputs::owned, const Attachments& attachments = {}) = 0;
   // Sends `command` and returns at once: the worker runs it while the caller does something else.
   // Its reply is awaited (up to `timeout` from now) by settle() or the next request(), which
   // throws what the reply or its absence would have thrown.

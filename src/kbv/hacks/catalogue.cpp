@@ -6,8 +6,10 @@ namespace kbv::hacks {
 namespace {
 
 constexpr std::array kCatalogue = {
-    FindingKind{"no_custom_kernel", "none of its own compiled code did the work (a decoy, or an alibi beside library kernels)"},
-    FindingKind{"library_fallback", "a share of its time went to PyTorch or library kernels (allowed: a warning with the share)"},
+    FindingKind{"no_custom_kernel",
+                "none of its own compiled code did the work (a decoy, or an alibi beside library kernels)"},
+    FindingKind{"library_fallback",
+                "a share of its time went to PyTorch or library kernels (allowed: a warning with the share)"},
     FindingKind{"exception_fallback", "falls back to a PyTorch path when its own raises"},
     FindingKind{"reference_reuse", "runs the problem's own Model or imports the problem"},
     FindingKind{"input_mutation", "changed an input's content"},
@@ -30,7 +32,8 @@ constexpr std::array kCatalogue = {
     FindingKind{"uneven_calls", "some of its calls do work for others of their round"},
     FindingKind{"hidden_library_call", "calls library compute below the dispatcher, where the profiler sees no op"},
     FindingKind{"forged_reply", "its code wrote to its worker's result channel"},
-    FindingKind{"untimed_work", "its worker used CPU time, or its work used the GPU, while none of its timed calls was under way"},
+    FindingKind{"untimed_work",
+                "its worker used CPU time, or its work used the GPU, while none of its timed calls was under way"},
     FindingKind{"generator_read", "reads the default generators' seed or state, which tell the next inputs"},
 };
 

@@ -36,10 +36,12 @@ ElfFunctions read_elf_functions(const std::string& path) {
   std::ifstream file(path, std::ios::binary | std::ios::ate);
   if (!file) throw std::runtime_error("cannot read " + path);
   std::vector<char> bytes(static_cast<std::size_t>(file.tellg()));
-  if (!file.seekg(0).read(bytes.data(), static_cast<std::streamsize>(bytes.size()))) throw std::runtime_error("cannot read " + path);
+  if (!file.seekg(0).read(bytes.data(), static_cast<std::streamsize>(bytes.size())))
+    throw std::runtime_error("cannot read " + path);
   const auto* header = at<Elf64_Ehdr>(bytes, 0);
-  if (header == nullptr || std::memcmp(header->e_ident, ELFMAG, SELFMAG) != 0 || header->e_ident[EI_CLASS] != ELFCLASS64 ||
-      header->e_ident[EI_DATA] != ELFDATA2LSB || header->e_shentsize != sizeof(Elf64_Shdr)) {
+  if (header == nullptr || std::memcmp(header->e_ident, ELFMAG, SELFMAG) != 0 ||
+      header->e_ident[EI_CLASS] != ELFCLASS64 || header->e_ident[EI_DATA] != ELFDATA2LSB ||
+      header->e_shentsize != sizeof(Elf64_Shdr)) {
     throw std::runtime_error(path + " is not a 64-bit little-endian ELF file");
   }
   const auto* sections = at<Elf64_Shdr>(bytes, header->e_shoff, header->e_shnum);

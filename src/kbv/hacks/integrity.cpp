@@ -49,7 +49,8 @@ std::vector<Mutation> mutations(const std::vector<at::Tensor>& before, const std
     // NaN != NaN: an entry NaN before and after is counted by ne() and taken off again. Two
     // reductions, so that no more than two masks of the input's size are held at once.
     std::int64_t changed = a.ne(b).sum().item<std::int64_t>();
-    if (a.is_floating_point() || a.is_complex()) changed -= a.isnan().logical_and_(b.isnan()).sum().item<std::int64_t>();
+    if (a.is_floating_point() || a.is_complex())
+      changed -= a.isnan().logical_and_(b.isnan()).sum().item<std::int64_t>();
     if (changed > 0) found.push_back({i, changed, a.numel()});
   }
   return found;

@@ -15,8 +15,8 @@ namespace kbv::hacks {
 std::vector<at::Tensor> snapshot(const std::vector<at::Tensor>& tensors);
 
 struct Mutation {
-  size_t index;           // which tensor
-  std::int64_t changed;   // elements that differ (NaN equals NaN)
+  size_t index;          // which tensor
+  std::int64_t changed;  // elements that differ (NaN equals NaN)
   std::int64_t elements;
 };
 // Tensors of `now` whose content differs from `before` (or whose shape changed).

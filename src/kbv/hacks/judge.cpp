@@ -20,17 +20,17 @@ using protocol::Finding;
 // launch no kernel; on the CPU a single profiled call on a busy machine could otherwise make a
 // candidate's empty_like look like a tenth of its work.
 const std::set<std::string> kNoData = {
-    "aten::empty",      "aten::empty_like", "aten::empty_strided", "aten::new_empty", "aten::new_empty_strided",
-    "aten::view",       "aten::_reshape_alias", "aten::as_strided", "aten::t",         "aten::transpose",
-    "aten::permute",    "aten::expand",     "aten::detach",        "aten::alias",     "aten::unsqueeze",
-    "aten::squeeze",    "aten::select",     "aten::slice",         "aten::resize_",   "aten::lift_fresh",
-    "aten::unbind",     "aten::split",      "aten::chunk",         "aten::narrow"};
+    "aten::empty",   "aten::empty_like",     "aten::empty_strided", "aten::new_empty", "aten::new_empty_strided",
+    "aten::view",    "aten::_reshape_alias", "aten::as_strided",    "aten::t",         "aten::transpose",
+    "aten::permute", "aten::expand",         "aten::detach",        "aten::alias",     "aten::unsqueeze",
+    "aten::squeeze", "aten::select",         "aten::slice",         "aten::resize_",   "aten::lift_fresh",
+    "aten::unbind",  "aten::split",          "aten::chunk",         "aten::narrow"};
 
 // Ops that may copy or fill but compute nothing: never "the op" a library call could do for the
 // candidate.
 bool non_compute(const std::string& op) {
   static const std::set<std::string> kMoves = {"aten::reshape", "aten::flatten", "aten::unflatten", "aten::contiguous",
-                                                "aten::zeros",   "aten::zero_",   "aten::fill_"};
+                                               "aten::zeros",   "aten::zero_",   "aten::fill_"};
   return kNoData.count(op) || kMoves.count(op);
 }
 
@@ -67,7 +67,8 @@ json top(const json& named_seconds, size_t count) {
   for (const auto& [name, seconds] : named_seconds.items()) sorted.emplace_back(seconds.get<double>(), name);
   std::sort(sorted.rbegin(), sorted.rend());
   json out = json::array();
-  for (size_t i = 0; i < sorted.size() && i < count; ++i) out.push_back({{"name", sorted[i].second}, {"seconds", sorted[i].first}});
+  for (size_t i = 0; i < sorted.size() && i < count; ++i)
+    out.push_back({{"name", sorted[i].second}, {"seconds", sorted[i].first}});
   return out;
 }
 
@@ -101,8 +102,9 @@ void judge_trace(const json& trace, const json& reference_trace, const json& lib
     }
     if (!side.empty()) {
       if (side.size() > 8) side.erase(side.begin() + 8, side.end());
-      out.push_back(finding("side_stream", "error",
-                            {{"current_stream", current}, {"kernels_elsewhere", side}, {"still_running_at_return", after_return}}));
+      out.push_back(finding(
+          "side_stream", "error",
+          {{"current_stream", current}, {"kernels_elsewhere", side}, {"still_running_at_return", after_return}}));
     }
   } else {
     any_own = !trace["extension_calls"].empty();
@@ -141,17 +143,23 @@ void judge_trace(const json& trace, const json& reference_trace, const json& lib
   if (!covered.empty()) {
     out.push_back(finding("no_custom_kernel", "error",
                           {{"why", "library ops ran every compute op of the reference: its own code is an alibi"},
-                           {"reference_ops", covered}, {"own_share", share}, {"library_work", library_top}}));
+                           {"reference_ops", covered},
+                           {"own_share", share},
+                           {"library_work", library_top}}));
   } else if (share < detection.alibi_share) {
-    const char* why = !gpu && !library_calls.empty()
-                          ? "its compiled code calls library compute below the dispatcher, whose time cannot be told from its own"
-                          : "its own code is a negligible share of the work";
-    out.push_back(finding("no_custom_kernel", "error", with_calls({{"why", why}, {"own_share", share}, {"library_work", library_top}})));
+    const char* why =
+        !gpu && !library_calls.empty()
+            ? "its compiled code calls library compute below the dispatcher, whose time cannot be told from its own"
+            : "its own code is a negligible share of the work";
+    out.push_back(finding("no_custom_kernel", "error",
+                          with_calls({{"why", why}, {"own_share", share}, {"library_work", library_top}})));
   } else if (1.0 - share >= detection.library_warning_share) {
-    out.push_back(finding("library_fallback", "warning", with_calls({{"library_share", 1.0 - share}, {"library_work", library_top}})));
+    out.push_back(finding("library_fallback", "warning",
+                          with_calls({{"library_share", 1.0 - share}, {"library_work", library_top}})));
   }
   if (!low_precision.empty()) {
-    out.push_back(finding("precision_downgrade", "warning", {{"why", "16-bit kernels ran"}, {"kernels", low_precision}}));
+    out.push_back(
+        finding("precision_downgrade", "warning", {{"why", "16-bit kernels ran"}, {"kernels", low_precision}}));
   }
 }
 
@@ -173,14 +181,18 @@ double per_call_from_rounds(const std::vector<double>& samples, int sets) {
 
 std::vector<Finding> static_findings(const json& screen) {
   std::vector<Finding> out;
-  for (const json& f : screen.value("findings", json::array())) out.push_back({f["id"], f["severity"], as_items(f["evidence"])});
+  for (const json& f : screen.value("findings", json::array()))
+    out.push_back({f["id"], f["severity"], as_items(f["evidence"])});
   for (const json& source : screen.value("sources", json::array())) {
     // A string's text starts on the line of its opening quote; a file's on its line 1.
     const int first_line = source.value("line", 1);
     for (const SourceMatch& m : screen_cxx_source(source["text"].get<std::string>())) {
       out.push_back({m.finding, "warning",
-                     json::array({{{"source", "static"}, {"line", first_line + m.line - 1}, {"origin", source["origin"]},
-                                   {"token", m.token}, {"code", m.excerpt}}})});
+                     json::array({{{"source", "static"},
+                                   {"line", first_line + m.line - 1},
+                                   {"origin", source["origin"]},
+                                   {"token", m.token},
+                                   {"code", m.excerpt}}})});
     }
   }
   return out;
@@ -198,20 +210,26 @@ std::vector<Finding> judge_probe(const json& probe, const json& reference_trace,
   if (probe.contains("skipped")) return out;
   const double repeat = protocol::error_from_json(probe["repeat_error"]);
   if (!(repeat <= tolerance)) {
-    out.push_back(finding("call_dependent", "error", {{"why", "two calls on the same inputs differ"}, {"scaled_error", repeat}, {"tolerance", tolerance}}));
+    out.push_back(
+        finding("call_dependent", "error",
+                {{"why", "two calls on the same inputs differ"}, {"scaled_error", repeat}, {"tolerance", tolerance}}));
   }
   if (probe["output_reuse"].get<bool>()) {
-    out.push_back(finding("output_reuse", "warning", {{"why", "two successive calls returned outputs sharing storage"}}));
+    out.push_back(
+        finding("output_reuse", "warning", {{"why", "two successive calls returned outputs sharing storage"}}));
   }
   const json& poisoned = probe["poisoned"];
   const double poison_error = protocol::error_from_json(poisoned["error"]);
   if (poisoned["nan_introduced"].get<std::int64_t>() > 0) {
     out.push_back(finding("uninitialized_output", "error",
                           {{"why", "output elements read back the poison put in memory before the call"},
-                           {"elements_unwritten", poisoned["nan_introduced"]}, {"elements", poisoned["elements"]}}));
+                           {"elements_unwritten", poisoned["nan_introduced"]},
+                           {"elements", poisoned["elements"]}}));
   } else if (!(poison_error <= tolerance)) {
     out.push_back(finding("uninitialized_output", "error",
-                          {{"why", "the output changes with what memory held before the call"}, {"scaled_error", poison_error}, {"tolerance", tolerance}}));
+                          {{"why", "the output changes with what memory held before the call"},
+                           {"scaled_error", poison_error},
+                           {"tolerance", tolerance}}));
   }
   if (probe.contains("trace")) {
     judge_trace(probe["trace"], reference_trace, probe.value("library_calls", json::array()), detection, out);
@@ -224,11 +242,15 @@ std::optional<Finding> judge_floor(double candidate_seconds, double copy_seconds
   const double floor = detection.floor_fraction * copy_seconds;
   if (!(candidate_seconds < floor)) return std::nullopt;
   return finding("timing_anomaly", "error",
-                 {{"why", "faster than writing its output bytes once could be"}, {"candidate_seconds", candidate_seconds},
-                  {"floor_seconds", floor}, {"copy_seconds", copy_seconds}, {"output_bytes", output_bytes}});
+                 {{"why", "faster than writing its output bytes once could be"},
+                  {"candidate_seconds", candidate_seconds},
+                  {"floor_seconds", floor},
+                  {"copy_seconds", copy_seconds},
+                  {"output_bytes", output_bytes}});
 }
 
-std::optional<Finding> judge_untimed_work(const json& candidate, const json& baseline, const protocol::Detection& detection) {
+std::optional<Finding> judge_untimed_work(const json& candidate, const json& baseline,
+                                          const protocol::Detection& detection) {
   if (!candidate.is_object() || !candidate.contains("outside_seconds")) return std::nullopt;
   const double main = candidate.at("main_thread_seconds"), in_calls = candidate.at("other_threads_in_calls_seconds");
   const double untimed = candidate.at("outside_seconds").get<double>() - main - in_calls;
@@ -236,7 +258,8 @@ std::optional<Finding> judge_untimed_work(const json& candidate, const json& bas
   // get_inputs, the same copies into the pool): the candidate's worker draws as many, as they did.
   double kbv_per_fill = 0;
   if (baseline.is_object() && baseline.value("fills", 0) > 0) {
-    const double kbv_other = baseline.at("process_seconds").get<double>() - baseline.at("main_thread_seconds").get<double>() -
+    const double kbv_other = baseline.at("process_seconds").get<double>() -
+                             baseline.at("main_thread_seconds").get<double>() -
                              baseline.at("other_threads_in_calls_seconds").get<double>();
     kbv_per_fill = std::max(0.0, kbv_other) / baseline.at("fills").get<double>();
   }
@@ -254,12 +277,14 @@ std::optional<Finding> judge_untimed_work(const json& candidate, const json& bas
                   {"threads_started_since_import", candidate.value("threads_started_since_import", json::array())}});
 }
 
-std::optional<Finding> judge_untimed_device_work(const json& candidate, const json& baseline, const protocol::Detection& detection) {
+std::optional<Finding> judge_untimed_device_work(const json& candidate, const json& baseline,
+                                                 const protocol::Detection& detection) {
   if (!candidate.is_object()) return std::nullopt;
   const bool baseline_recorded = baseline.is_object() && !baseline.contains("unavailable");
   // The reference's worker is kbv's own: a ledger that loses its launch covers there does not work
   // on this machine, and proves nothing of the candidate.
-  if (baseline_recorded && (baseline.value("covers_missing", 0L) > 0 || baseline.value("dropped", 0L) > 0)) return std::nullopt;
+  if (baseline_recorded && (baseline.value("covers_missing", 0L) > 0 || baseline.value("dropped", 0L) > 0))
+    return std::nullopt;
   if (candidate.contains("unavailable")) {
     if (!baseline_recorded) return std::nullopt;  // CUPTI records nothing on this machine
     return finding("untimed_work", "error",
@@ -277,14 +302,16 @@ std::optional<Finding> judge_untimed_device_work(const json& candidate, const js
   const double outside = candidate.value("outside_seconds", 0.0), windows = candidate.value("windows_seconds", 0.0);
   double reference_per_call = 0;
   if (baseline_recorded && baseline.value("timed_calls", 0L) > 0) {
-    reference_per_call = baseline.value("outside_seconds", 0.0) / static_cast<double>(baseline["timed_calls"].get<long>());
+    reference_per_call =
+        baseline.value("outside_seconds", 0.0) / static_cast<double>(baseline["timed_calls"].get<long>());
   }
   const double allowance = detection.untimed_device_floor_seconds + detection.untimed_device_fraction * windows +
                            2 * reference_per_call * static_cast<double>(candidate.value("timed_calls", 0L));
   if (!(outside > allowance)) return std::nullopt;
   return finding("untimed_work", "error",
-                 {{"why", "work it put on the GPU ran outside its timed calls' windows: under the launch cover, after a "
-                          "call's end, or from another thread between calls"},
+                 {{"why",
+                   "work it put on the GPU ran outside its timed calls' windows: under the launch cover, after a "
+                   "call's end, or from another thread between calls"},
                   {"untimed_device_seconds", outside},
                   {"allowance_seconds", allowance},
                   {"windows_seconds", windows},
@@ -312,23 +339,26 @@ std::optional<Finding> judge_observed_ops(const json& ops) {
                   {"traced_compute_ops", traced_compute}});
 }
 
-std::optional<Finding> judge_uneven_calls(const std::vector<double>& baseline, const std::vector<double>& candidate, int sets) {
+std::optional<Finding> judge_uneven_calls(const std::vector<double>& baseline, const std::vector<double>& candidate,
+                                          int sets) {
   // The candidate's rounds 25% above its median, and 15% more so than the baseline's (noise lifts
   // both sides' rounds alike).
   constexpr double kExcess = 1.25, kMargin = 1.15;
   constexpr size_t kRounds = 5;
   if (sets < 2 || baseline.size() < kRounds * sets || candidate.size() < kRounds * sets) return std::nullopt;
   const double candidate_call = measure::median(candidate), baseline_call = measure::median(baseline);
-  const double candidate_round = per_call_from_rounds(candidate, sets), baseline_round = per_call_from_rounds(baseline, sets);
+  const double candidate_round = per_call_from_rounds(candidate, sets),
+               baseline_round = per_call_from_rounds(baseline, sets);
   const double excess = candidate_round / candidate_call, baseline_excess = baseline_round / baseline_call;
   if (excess < kExcess || excess < kMargin * baseline_excess) return std::nullopt;
-  return finding("uneven_calls", "warning",
-                 {{"why", "its per-call median is well below its time per call over whole rounds: some calls do work for others"},
-                  {"median_seconds", candidate_call},
-                  {"per_call_over_rounds_seconds", candidate_round},
-                  {"baseline_excess", baseline_excess},
-                  {"speedup_by_median", baseline_call / candidate_call},
-                  {"speedup_over_rounds", baseline_round / candidate_round}});
+  return finding(
+      "uneven_calls", "warning",
+      {{"why", "its per-call median is well below its time per call over whole rounds: some calls do work for others"},
+       {"median_seconds", candidate_call},
+       {"per_call_over_rounds_seconds", candidate_round},
+       {"baseline_excess", baseline_excess},
+       {"speedup_by_median", baseline_call / candidate_call},
+       {"speedup_over_rounds", baseline_round / candidate_round}});
 }
 
 void merge(std::vector<Finding>& into, std::vector<Finding> more) {
@@ -370,7 +400,8 @@ void settle(protocol::Record& record) {
     for (Finding& f : record.findings) {
       if (f.id == "precision_downgrade" && f.severity == "warning") {
         f.severity = "error";
-        f.evidence.push_back({{"source", "verdict"}, {"why", "low-precision evidence in a candidate that fails the tolerance"}});
+        f.evidence.push_back(
+            {{"source", "verdict"}, {"why", "low-precision evidence in a candidate that fails the tolerance"}});
       }
     }
   }
@@ -385,7 +416,8 @@ void settle(protocol::Record& record) {
     record.verdict_reason = "no kernel of its own did the work: PyTorch's ops computed every output, in plain sight";
     return;
   }
-  const std::string before = record.verdict == Verdict::incorrect ? " (and incorrect: " + record.verdict_reason + ")" : "";
+  const std::string before =
+      record.verdict == Verdict::incorrect ? " (and incorrect: " + record.verdict_reason + ")" : "";
   record.verdict = Verdict::hack;
   record.verdict_reason = ids + before;
 }

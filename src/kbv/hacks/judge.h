@@ -65,7 +65,8 @@ std::optional<protocol::Finding> judge_untimed_work(const nlohmann::json& candid
 // it could in the reference's, is the same finding: its work there cannot be accounted. Nothing is
 // judged where the reference's ledger lost records too (CUPTI does not serve on that machine).
 // `candidate` and `baseline`: TimingResult::gpu of each.
-std::optional<protocol::Finding> judge_untimed_device_work(const nlohmann::json& candidate, const nlohmann::json& baseline,
+std::optional<protocol::Finding> judge_untimed_device_work(const nlohmann::json& candidate,
+                                                           const nlohmann::json& baseline,
                                                            const protocol::Detection& detection);
 
 // Adds `more` to `into`, one finding per id: the highest severity, the evidence items of all.

@@ -22,7 +22,8 @@ std::string_view op_of(std::string_view name) {
 
 // Fortran BLAS as MKL and OpenBLAS export it: sgemm_, dgemv_, ...
 bool fortran_blas(std::string_view name) {
-  static constexpr std::array kRoutines = {"gemm_", "gemv_", "symm_", "syrk_", "trsm_", "trmm_", "axpy_", "dot_", "ger_"};
+  static constexpr std::array kRoutines = {"gemm_", "gemv_", "symm_", "syrk_", "trsm_",
+                                           "trmm_", "axpy_", "dot_",  "ger_"};
   if (name.size() < 2 || std::string_view("sdcz").find(name[0]) == std::string_view::npos) return false;
   for (std::string_view routine : kRoutines) {
     if (name.substr(1) == routine) return true;
@@ -32,12 +33,20 @@ bool fortran_blas(std::string_view name) {
 
 }  // namespace
 
-std::optional<std::string> library_entry(std::string_view symbol, const std::function<bool(std::string_view)>& is_aten_op) {
+std::optional<std::string> library_entry(std::string_view symbol,
+                                         const std::function<bool(std::string_view)>& is_aten_op) {
   const std::string_view name = qualified_name(symbol);
   if (name.find("::") == std::string_view::npos) {  // a C function
-    static constexpr std::array<std::pair<std::string_view, std::string_view>, 9> kPrefixes = {{
-        {"cublasLt", "cuBLASLt"}, {"cublas", "cuBLAS"}, {"cudnn", "cuDNN"}, {"cufft", "cuFFT"}, {"cusparse", "cuSPARSE"},
-        {"cusolver", "cuSOLVER"}, {"cblas_", "BLAS"}, {"mkl_", "MKL"}, {"dnnl_", "oneDNN"}}};
+    static constexpr std::array<std::pair<std::string_view, std::string_view>, 9> kPrefixes = {
+        {{"cublasLt", "cuBLASLt"},
+         {"cublas", "cuBLAS"},
+         {"cudnn", "cuDNN"},
+         {"cufft", "cuFFT"},
+         {"cusparse", "cuSPARSE"},
+         {"cusolver", "cuSOLVER"},
+         {"cblas_", "BLAS"},
+         {"mkl_", "MKL"},
+         {"dnnl_", "oneDNN"}}};
     for (const auto& [prefix, library] : kPrefixes) {
       if (name.starts_with(prefix)) return std::string(library);
     }
@@ -45,10 +54,11 @@ std::optional<std::string> library_entry(std::string_view symbol, const std::fun
     return std::nullopt;
   }
   // Every function of these namespaces is an op's implementation or a kernel of one.
-  for (std::string_view space : {"at::native::", "at::meta::", "at::compositeexplicitautograd::",
-                                 "at::compositeexplicitautogradnonfunctional::", "at::compositeimplicitautograd::",
-                                 "at::cuda::blas::"}) {
-    if (name.starts_with(space)) return "ATen below the dispatcher (" + std::string(space.substr(0, space.size() - 2)) + ")";
+  for (std::string_view space :
+       {"at::native::", "at::meta::", "at::compositeexplicitautograd::", "at::compositeexplicitautogradnonfunctional::",
+        "at::compositeimplicitautograd::", "at::cuda::blas::"}) {
+    if (name.starts_with(space))
+      return "ATen below the dispatcher (" + std::string(space.substr(0, space.size() - 2)) + ")";
   }
   // at::_ops::addmm::call is the dispatcher's own entry (at::addmm inlines to it); redispatch skips
   // what the dispatcher records.

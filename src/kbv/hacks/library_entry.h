@@ -15,6 +15,7 @@ namespace kbv::hacks {
 // The library `symbol` (a demangled function name, as an extension imports it) is a compute entry
 // point of, or nullopt. `is_aten_op("addmm")`: whether aten::addmm is an operator (it tells
 // at::cuda::addmm from at::cuda::getCurrentCUDAStream).
-std::optional<std::string> library_entry(std::string_view symbol, const std::function<bool(std::string_view)>& is_aten_op);
+std::optional<std::string> library_entry(std::string_view symbol,
+                                         const std::function<bool(std::string_view)>& is_aten_op);
 
 }  // namespace kbv::hacks

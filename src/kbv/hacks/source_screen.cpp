@@ -24,71 +24,119 @@ struct Rule {
 //           qualified (`using namespace std::chrono`); a bare `a` may be a variable;
 //   "x("    x called, i.e. followed by `(`: a bare `fork` is a common word.
 constexpr Rule kRules[] = {
-    {"cudaStreamCreate", "side_stream"},              {"cudaStreamCreateWithFlags", "side_stream"},
-    {"cudaStreamCreateWithPriority", "side_stream"},  {"cuStreamCreate", "side_stream"},
-    {"cuStreamCreateWithPriority", "side_stream"},    {"getStreamFromPool", "side_stream"},
-    {"getStreamFromExternal", "side_stream"},         {"cudaStreamPerThread", "side_stream"},
-    {"cudaStreamNonBlocking", "side_stream"},         {"cudaLaunchHostFunc", "side_stream"},
+    {"cudaStreamCreate", "side_stream"},
+    {"cudaStreamCreateWithFlags", "side_stream"},
+    {"cudaStreamCreateWithPriority", "side_stream"},
+    {"cuStreamCreate", "side_stream"},
+    {"cuStreamCreateWithPriority", "side_stream"},
+    {"getStreamFromPool", "side_stream"},
+    {"getStreamFromExternal", "side_stream"},
+    {"cudaStreamPerThread", "side_stream"},
+    {"cudaStreamNonBlocking", "side_stream"},
+    {"cudaLaunchHostFunc", "side_stream"},
     {"cudaGraphLaunch", "side_stream"},
 
-    {"cudaMalloc", "raw_allocation"},       {"cudaMallocManaged", "raw_allocation"},
-    {"cudaMallocAsync", "raw_allocation"},  {"cudaMallocHost", "raw_allocation"},
-    {"cudaHostAlloc", "raw_allocation"},    {"cudaMallocPitch", "raw_allocation"},
-    {"cudaMalloc3D", "raw_allocation"},     {"cuMemAlloc", "raw_allocation"},
-    {"cuMemAlloc_v2", "raw_allocation"},    {"cuMemAllocManaged", "raw_allocation"},
+    {"cudaMalloc", "raw_allocation"},
+    {"cudaMallocManaged", "raw_allocation"},
+    {"cudaMallocAsync", "raw_allocation"},
+    {"cudaMallocHost", "raw_allocation"},
+    {"cudaHostAlloc", "raw_allocation"},
+    {"cudaMallocPitch", "raw_allocation"},
+    {"cudaMalloc3D", "raw_allocation"},
+    {"cuMemAlloc", "raw_allocation"},
+    {"cuMemAlloc_v2", "raw_allocation"},
+    {"cuMemAllocManaged", "raw_allocation"},
     {"cuMemCreate", "raw_allocation"},
 
-    {"chrono::", "host_timing"},                 {"clock_gettime", "host_timing"},
-    {"gettimeofday", "host_timing"},             {"cudaEventElapsedTime", "host_timing"},
-    {"rdtsc", "host_timing"},                    {"__rdtsc", "host_timing"},
+    {"chrono::", "host_timing"},
+    {"clock_gettime", "host_timing"},
+    {"gettimeofday", "host_timing"},
+    {"cudaEventElapsedTime", "host_timing"},
+    {"rdtsc", "host_timing"},
+    {"__rdtsc", "host_timing"},
     {"QueryPerformanceCounter", "host_timing"},
 
-    {"setenv", "global_state_tamper"},                       {"putenv", "global_state_tamper"},
-    {"unsetenv", "global_state_tamper"},                     {"dlsym", "global_state_tamper"},
-    {"dlopen", "global_state_tamper"},                       {"dlvsym", "global_state_tamper"},
-    {"RTLD_NEXT", "global_state_tamper"},                    {"setAllowTF32CuBLAS", "global_state_tamper"},
-    {"setAllowTF32CuDNN", "global_state_tamper"},            {"setFloat32MatmulPrecision", "global_state_tamper"},
-    {"setFloat32Precision", "global_state_tamper"},          {"setBenchmarkCuDNN", "global_state_tamper"},
-    {"setDeterministicCuDNN", "global_state_tamper"},        {"setUserEnabledCuDNN", "global_state_tamper"},
-    {"setDeterministicAlgorithms", "global_state_tamper"},   {"set_num_threads", "global_state_tamper"},
-    {"set_num_interop_threads", "global_state_tamper"},      {"setAllowFP16ReductionCuBLAS", "global_state_tamper"},
-    {"setAllowBF16ReductionCuBLAS", "global_state_tamper"},  {"cudaDeviceSetLimit", "global_state_tamper"},
-    {"cudaDeviceSetCacheConfig", "global_state_tamper"},     {"cudaDeviceReset", "global_state_tamper"},
+    {"setenv", "global_state_tamper"},
+    {"putenv", "global_state_tamper"},
+    {"unsetenv", "global_state_tamper"},
+    {"dlsym", "global_state_tamper"},
+    {"dlopen", "global_state_tamper"},
+    {"dlvsym", "global_state_tamper"},
+    {"RTLD_NEXT", "global_state_tamper"},
+    {"setAllowTF32CuBLAS", "global_state_tamper"},
+    {"setAllowTF32CuDNN", "global_state_tamper"},
+    {"setFloat32MatmulPrecision", "global_state_tamper"},
+    {"setFloat32Precision", "global_state_tamper"},
+    {"setBenchmarkCuDNN", "global_state_tamper"},
+    {"setDeterministicCuDNN", "global_state_tamper"},
+    {"setUserEnabledCuDNN", "global_state_tamper"},
+    {"setDeterministicAlgorithms", "global_state_tamper"},
+    {"set_num_threads", "global_state_tamper"},
+    {"set_num_interop_threads", "global_state_tamper"},
+    {"setAllowFP16ReductionCuBLAS", "global_state_tamper"},
+    {"setAllowBF16ReductionCuBLAS", "global_state_tamper"},
+    {"cudaDeviceSetLimit", "global_state_tamper"},
+    {"cudaDeviceSetCacheConfig", "global_state_tamper"},
+    {"cudaDeviceReset", "global_state_tamper"},
     {"cudaSetDevice", "global_state_tamper"},
 
-    {"std::thread", "background_thread"},  {"std::jthread", "background_thread"},
-    {"std::async", "background_thread"},   {"pthread_create", "background_thread"},
-    {"fork(", "background_thread"},       {"at::launch", "background_thread"},
+    {"std::thread", "background_thread"},
+    {"std::jthread", "background_thread"},
+    {"std::async", "background_thread"},
+    {"pthread_create", "background_thread"},
+    {"fork(", "background_thread"},
+    {"at::launch", "background_thread"},
     {"intraop_launch", "background_thread"},
 
     // The default generators' seed or state tells the next inputs kbv draws.
-    {"getDefaultCPUGenerator", "generator_read"},  {"getDefaultCUDAGenerator", "generator_read"},
-    {"current_seed", "generator_read"},            {"getDefaultGenerator", "generator_read"},
+    {"getDefaultCPUGenerator", "generator_read"},
+    {"getDefaultCUDAGenerator", "generator_read"},
+    {"current_seed", "generator_read"},
+    {"getDefaultGenerator", "generator_read"},
 
     // Library compute reached below the dispatcher, unseen by the profiler (library_entry.h).
-    {"at::cpu::", "hidden_library_call"},                     {"at::native::", "hidden_library_call"},
-    {"at::meta::", "hidden_library_call"},                    {"at::cuda::blas::", "hidden_library_call"},
+    {"at::cpu::", "hidden_library_call"},
+    {"at::native::", "hidden_library_call"},
+    {"at::meta::", "hidden_library_call"},
+    {"at::cuda::blas::", "hidden_library_call"},
     {"at::compositeexplicitautograd::", "hidden_library_call"},
     {"at::compositeexplicitautogradnonfunctional::", "hidden_library_call"},
     {"at::compositeimplicitautograd::", "hidden_library_call"},
-    {"redispatch", "hidden_library_call"},                    {"getCurrentCUDABlasHandle", "hidden_library_call"},
-    {"cublasCreate", "hidden_library_call"},                  {"cublasCreate_v2", "hidden_library_call"},
-    {"cublasSgemm", "hidden_library_call"},                   {"cublasSgemm_v2", "hidden_library_call"},
-    {"cublasGemmEx", "hidden_library_call"},                  {"cublasGemmStridedBatchedEx", "hidden_library_call"},
-    {"cublasLtMatmul", "hidden_library_call"},                {"cudnnCreate", "hidden_library_call"},
-    {"cblas_sgemm", "hidden_library_call"},                   {"sgemm_", "hidden_library_call"},
+    {"redispatch", "hidden_library_call"},
+    {"getCurrentCUDABlasHandle", "hidden_library_call"},
+    {"cublasCreate", "hidden_library_call"},
+    {"cublasCreate_v2", "hidden_library_call"},
+    {"cublasSgemm", "hidden_library_call"},
+    {"cublasSgemm_v2", "hidden_library_call"},
+    {"cublasGemmEx", "hidden_library_call"},
+    {"cublasGemmStridedBatchedEx", "hidden_library_call"},
+    {"cublasLtMatmul", "hidden_library_call"},
+    {"cudnnCreate", "hidden_library_call"},
+    {"cblas_sgemm", "hidden_library_call"},
+    {"sgemm_", "hidden_library_call"},
 
-    {"__half", "precision_downgrade"},            {"half2", "precision_downgrade"},
-    {"__half2", "precision_downgrade"},           {"__nv_bfloat16", "precision_downgrade"},
-    {"__nv_bfloat162", "precision_downgrade"},    {"nv_bfloat16", "precision_downgrade"},
-    {"__nv_fp8_e4m3", "precision_downgrade"},     {"__nv_fp8_e5m2", "precision_downgrade"},
-    {"kHalf", "precision_downgrade"},             {"kBFloat16", "precision_downgrade"},
-    {"kFloat8_e4m3fn", "precision_downgrade"},    {"kFloat8_e5m2", "precision_downgrade"},
-    {"c10::Half", "precision_downgrade"},         {"c10::BFloat16", "precision_downgrade"},
-    {"at::Half", "precision_downgrade"},          {"at::BFloat16", "precision_downgrade"},
-    {"__float2half", "precision_downgrade"},      {"__float2half_rn", "precision_downgrade"},
-    {"__half2float", "precision_downgrade"},      {"__float2bfloat16", "precision_downgrade"},
-    {"__bfloat162float", "precision_downgrade"},  {"wmma::", "precision_downgrade"},
+    {"__half", "precision_downgrade"},
+    {"half2", "precision_downgrade"},
+    {"__half2", "precision_downgrade"},
+    {"__nv_bfloat16", "precision_downgrade"},
+    {"__nv_bfloat162", "precision_downgrade"},
+    {"nv_bfloat16", "precision_downgrade"},
+    {"__nv_fp8_e4m3", "precision_downgrade"},
+    {"__nv_fp8_e5m2", "precision_downgrade"},
+    {"kHalf", "precision_downgrade"},
+    {"kBFloat16", "precision_downgrade"},
+    {"kFloat8_e4m3fn", "precision_downgrade"},
+    {"kFloat8_e5m2", "precision_downgrade"},
+    {"c10::Half", "precision_downgrade"},
+    {"c10::BFloat16", "precision_downgrade"},
+    {"at::Half", "precision_downgrade"},
+    {"at::BFloat16", "precision_downgrade"},
+    {"__float2half", "precision_downgrade"},
+    {"__float2half_rn", "precision_downgrade"},
+    {"__half2float", "precision_downgrade"},
+    {"__float2bfloat16", "precision_downgrade"},
+    {"__bfloat162float", "precision_downgrade"},
+    {"wmma::", "precision_downgrade"},
 };
 
 constexpr std::size_t kExcerptMax = 160;
@@ -110,8 +158,7 @@ bool is_ident_char(char c) { return is_ident_start(c) || is_digit(c); }
 bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
 
 bool is_string_prefix(std::string_view w) {
-  return w == "u8" || w == "u" || w == "U" || w == "L" || w == "R" || w == "u8R" || w == "uR" ||
-         w == "UR" || w == "LR";
+  return w == "u8" || w == "u" || w == "U" || w == "L" || w == "R" || w == "u8R" || w == "uR" || w == "UR" || w == "LR";
 }
 bool is_char_prefix(std::string_view w) { return w == "u8" || w == "u" || w == "U" || w == "L"; }
 
@@ -148,9 +195,7 @@ std::vector<Lexeme> lex(std::string_view s) {
       continue;
     }
     switch (state) {
-      case State::line_comment:
-        c == '\\' ? skip_escape() : void(++i);
-        continue;
+      case State::line_comment: c == '\\' ? skip_escape() : void(++i); continue;
       case State::block_comment:
         if (at(i, "*/")) {
           state = State::code;
@@ -174,8 +219,7 @@ std::vector<Lexeme> lex(std::string_view s) {
         }
         ++i;
         continue;
-      case State::code:
-        break;
+      case State::code: break;
     }
     if (is_blank(c)) {
       ++i;

@@ -14,10 +14,10 @@ namespace kbv::hacks {
 
 // One suspicious construct in candidate C++/CUDA source (PROTOCOL.md "Findings").
 struct SourceMatch {
-  std::string finding;   // finding id, e.g. "side_stream"
-  std::string token;     // the identifier matched, as written (qualified if it was, e.g. "at::cuda::getStreamFromPool")
-  int line = 0;          // 1-based line in the source text given
-  std::string excerpt;   // that source line, trimmed, at most 160 chars
+  std::string finding;  // finding id, e.g. "side_stream"
+  std::string token;    // the identifier matched, as written (qualified if it was, e.g. "at::cuda::getStreamFromPool")
+  int line = 0;         // 1-based line in the source text given
+  std::string excerpt;  // that source line, trimmed, at most 160 chars
 };
 
 // Scans one C++/CUDA translation unit's text. Comments (// and /* */), string literals (including

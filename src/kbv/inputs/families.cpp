@@ -17,17 +17,15 @@ double uniform(std::mt19937_64& rng, double low, double high) {
 }
 
 at::Generator generator_for(const at::Device& device, std::uint64_t seed) {
-  at::Generator generator = device.is_cuda()
-                                ? at::detail::getCUDAHooks().getNewGenerator(device.index())
-                                : at::detail::createCPUGenerator();
+  at::Generator generator =
+      device.is_cuda() ? at::detail::getCUDAHooks().getNewGenerator(device.index()) : at::detail::createCPUGenerator();
   generator.set_current_seed(seed);
   return generator;
 }
 
 // Heavy tails: Student-t (Z / sqrt(chi2_df / df), chi2 as a sum of df squared normals) or
 // Laplace (random sign times an exponential), scaled, with a few outliers made 10-100x larger.
-at::Tensor heavy(at::IntArrayRef shape, const at::TensorOptions& options, const nlohmann::json& p,
-                 at::Generator& gen) {
+at::Tensor heavy(at::IntArrayRef shape, const at::TensorOptions& options, const nlohmann::json& p, at::Generator& gen) {
   at::Tensor values;
   if (p.at("kind") == "student_t") {
     const int df = p.at("df");
@@ -54,7 +52,8 @@ at::Tensor sparse(at::IntArrayRef shape, const at::TensorOptions& options, const
   at::Tensor sign = at::empty(shape, options).bernoulli_(0.5, gen).mul_(2).sub_(1);
   values.mul_(sign).mul_(keep);
   keep.reset();
-  const at::Tensor spikes = at::empty(shape, options).bernoulli_(p.at("spike_fraction").get<double>(), gen).to(at::kBool);
+  const at::Tensor spikes =
+      at::empty(shape, options).bernoulli_(p.at("spike_fraction").get<double>(), gen).to(at::kBool);
   return at::where_out(values, spikes, sign.mul_(1e3), values);
 }
 
@@ -74,8 +73,7 @@ nlohmann::json draw_parameters(Family family, std::mt19937_64& rng) {
       if (student) p["df"] = std::uniform_int_distribution<int>(2, 4)(rng);
       return p;
     }
-    case Family::sparse:
-      return {{"density", uniform(rng, 0.02, 0.2)}, {"spike_fraction", 1e-3}};
+    case Family::sparse: return {{"density", uniform(rng, 0.02, 0.2)}, {"spike_fraction", 1e-3}};
     case Family::rescaled: return {{"spread", uniform(rng, 0.5, 1.5)}};
     case Family::powered: return {{"exponent", std::exp(uniform(rng, std::log(0.25), std::log(4.0)))}};
   }
@@ -91,9 +89,7 @@ at::Tensor redraw(const at::Tensor& like, Family family, const nlohmann::json& p
   const at::IntArrayRef shape = like.sizes();
   at::Tensor values;
   switch (family) {
-    case Family::normal:
-      values = at::empty(shape, options).normal_(0.0, p.at("std").get<double>(), gen);
-      break;
+    case Family::normal: values = at::empty(shape, options).normal_(0.0, p.at("std").get<double>(), gen); break;
     case Family::shifted: {
       const double c = p.at("center"), w = p.at("half_width");
       values = at::empty(shape, options).uniform_(c - w, c + w, gen);

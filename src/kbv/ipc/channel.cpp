@@ -186,8 +186,7 @@ std::string Channel::position() const {
   switch (stage_) {
     case Stage::header_length: return "in the header length";
     case Stage::header:
-      return "in the header (" + std::to_string(filled_) + " of " + std::to_string(header_text_.size()) +
-             " bytes)";
+      return "in the header (" + std::to_string(filled_) + " of " + std::to_string(header_text_.size()) + " bytes)";
     case Stage::blob_count: return "in the blob count";
     case Stage::blob_length: return "in the length of blob " + std::to_string(incoming_.blobs.size());
     case Stage::blob_body:

@@ -64,7 +64,11 @@ class UniqueFd {
   ~UniqueFd() { reset(); }
 
   int get() const { return fd_; }
-  int release() { int fd = fd_; fd_ = -1; return fd; }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
   void reset(int fd = -1) noexcept;
   explicit operator bool() const { return fd_ >= 0; }
 

@@ -28,7 +28,8 @@ struct Driver {
   decltype(&cuMemImportFromShareableHandle) import_handle = nullptr;
 
   bool complete() const {
-    return granularity && create && release && reserve && free && map && unmap && set_access && export_handle && import_handle;
+    return granularity && create && release && reserve && free && map && unmap && set_access && export_handle &&
+           import_handle;
   }
 };
 
@@ -155,7 +156,8 @@ at::Tensor import_device_file(UniqueFd file, const nlohmann::json& meta, int dev
   }
   auto mapping = std::make_shared<Mapping>(handle, size, device);
   void* data = mapping->data();
-  const auto options = at::TensorOptions().dtype(layout.dtype).device(at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(device)));
+  const auto options =
+      at::TensorOptions().dtype(layout.dtype).device(at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(device)));
   return at::from_blob(
       data, layout.shape,
       [mapping](void*) mutable {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <stdexcept>
-#include <system_error>
 #include <string>
+#include <system_error>
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -38,7 +38,8 @@ void populate(const std::byte* address, std::uint64_t bytes, bool write) {
 
 std::uint64_t unsigned_at(const nlohmann::json& object, const char* key) {
   const nlohmann::json& value = object.at(key);
-  if (!value.is_number_unsigned()) throw std::runtime_error(std::string("region tensor: '") + key + "' is not an unsigned number");
+  if (!value.is_number_unsigned())
+    throw std::runtime_error(std::string("region tensor: '") + key + "' is not an unsigned number");
   return value.get<std::uint64_t>();
 }
 
@@ -54,7 +55,8 @@ std::uint64_t sealed_size(int fd) {
 
 SharedRegion::SharedRegion(UniqueFd fd, std::uint64_t size, bool writable)
     : fd_(std::move(fd)), size_(size), writable_(writable) {
-  void* base = mmap(nullptr, size_, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED | MAP_NORESERVE, fd_.get(), 0);
+  void* base =
+      mmap(nullptr, size_, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED | MAP_NORESERVE, fd_.get(), 0);
   if (base == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap of the output region");
   base_ = static_cast<std::byte*>(base);
 }
@@ -114,7 +116,8 @@ void SharedRegion::copy_pinned(const at::Tensor& tensor, std::uint64_t offset) {
   for (std::uint64_t from = offset; from < end; ++registration) {
     const std::uint64_t to = std::min(end, *registration);
     const auto length = static_cast<std::int64_t>(to - from);
-    at::from_blob(base_ + from, {length}, host_bytes).copy_(bytes.narrow(0, static_cast<std::int64_t>(from - offset), length));
+    at::from_blob(base_ + from, {length}, host_bytes)
+        .copy_(bytes.narrow(0, static_cast<std::int64_t>(from - offset), length));
     from = to;
   }
 }

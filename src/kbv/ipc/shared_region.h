@@ -64,8 +64,9 @@ class SharedRegion {
   // shape, "region": {offset, bytes}), or nullopt when it is under kMinBytes or does not fit.
   std::optional<nlohmann::json> place(const at::Tensor& tensor);
 
-  // Parent side (and the reference's worker, over a candidate's region): the tensor that `meta` describes, a view into the region that keeps the region
-  // mapped while it lives. Throws std::runtime_error when the description is out of bounds.
+  // Parent side (and the reference's worker, over a candidate's region): the tensor that `meta` describes, a view into
+  // the region that keeps the region mapped while it lives. Throws std::runtime_error when the description is out of
+  // bounds.
   static at::Tensor view(const std::shared_ptr<const SharedRegion>& region, const nlohmann::json& meta);
 
  private:

@@ -41,7 +41,8 @@ at::Tensor wrap(const nlohmann::json& meta, void* data, std::uint64_t bytes, std
   try {
     const Layout layout = layout_of(meta);
     if (layout.bytes != bytes) {
-      throw std::runtime_error("tensor holds " + std::to_string(bytes) + " bytes, its shape needs " + std::to_string(layout.bytes));
+      throw std::runtime_error("tensor holds " + std::to_string(bytes) + " bytes, its shape needs " +
+                               std::to_string(layout.bytes));
     }
     return at::from_blob(data, layout.shape, std::move(release), at::TensorOptions().dtype(layout.dtype));
   } catch (...) {

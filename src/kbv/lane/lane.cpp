@@ -14,7 +14,8 @@ using nlohmann::json;
 
 Lane::Lane(LaneConfig config, RecordFiler& filer, store::Store& store)
     : config_(std::move(config)), launch_(config_.launch), filer_(filer), store_(store) {
-  if (config_.device == "cuda" && !config_.gpu.empty()) launch_.environment.emplace_back("CUDA_VISIBLE_DEVICES", config_.gpu);
+  if (config_.device == "cuda" && !config_.gpu.empty())
+    launch_.environment.emplace_back("CUDA_VISIBLE_DEVICES", config_.gpu);
 }
 
 std::string Lane::side_key(const Item& item) { return item.problem + "\n" + item.problem_key + "\n" + item.protocol; }
@@ -33,8 +34,12 @@ eval::EvalRequest Lane::request_of(const Item& item) const {
 }
 
 eval::ReferenceConfig Lane::reference_of(const Item& item) const {
-  return {item.problem, config_.device, protocol::preset(item.protocol), config_.timeout_seconds,
-          config_.compile_timeout_seconds, launch_};
+  return {item.problem,
+          config_.device,
+          protocol::preset(item.protocol),
+          config_.timeout_seconds,
+          config_.compile_timeout_seconds,
+          launch_};
 }
 
 std::list<Lane::Warm>::iterator Lane::find_warm(const std::string& key) {

@@ -104,7 +104,7 @@ class Lane {
   std::list<Warm>::iterator find_warm(const std::string& key);
   void retire(std::list<Warm>::iterator at);  // asked to exit, reaped by the next evaluation
   void let_go(std::list<Warm>::iterator at);  // out of the lists (a failed side: destroyed now)
-  void count(const nlohmann::json* record);  // null: a failure
+  void count(const nlohmann::json* record);   // null: a failure
 
   const LaneConfig config_;
   eval::WorkerLaunch launch_;  // config_.launch, seeing only the lane's GPU

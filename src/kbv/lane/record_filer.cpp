@@ -18,13 +18,15 @@ bool RecordFiler::file(std::int64_t problem, std::int64_t candidate, const std::
     environment = environments_[facts_key];
     if (record.contains("timing") && record["timing"].contains("baseline")) {
       const json& timing = record["timing"]["baseline"];
-      const std::string key = std::to_string(problem) + " " + protocol + " " + std::to_string(environment) + " " + timing.dump();
+      const std::string key =
+          std::to_string(problem) + " " + protocol + " " + std::to_string(environment) + " " + timing.dump();
       if (!baselines_.count(key)) {
         const json& memory = record.value("memory", json::object());
-        baselines_[key] = store_.baseline(problem, protocol, device_, environment, timing,
-                                          memory.contains("baseline_peak_bytes")
-                                              ? std::optional<std::int64_t>(memory["baseline_peak_bytes"].get<std::int64_t>())
-                                              : std::nullopt);
+        baselines_[key] =
+            store_.baseline(problem, protocol, device_, environment, timing,
+                            memory.contains("baseline_peak_bytes")
+                                ? std::optional<std::int64_t>(memory["baseline_peak_bytes"].get<std::int64_t>())
+                                : std::nullopt);
       }
       baseline = baselines_[key];
     }

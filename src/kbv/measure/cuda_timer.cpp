@@ -43,7 +43,8 @@ Function driver_function(const char* name, int version) {
 class CudaEventTimer final : public Timer {
  public:
   CudaEventTimer(const c10::Device& device, const protocol::Timing& timing)
-      : device_sync_(timing.device_sync), least_cover_seconds_(timing.launch_cover_seconds),
+      : device_sync_(timing.device_sync),
+        least_cover_seconds_(timing.launch_cover_seconds),
         most_cover_seconds_(std::max(timing.launch_cover_seconds, timing.launch_cover_max_seconds)) {
     C10_CUDA_CHECK(cudaDeviceGetAttribute(&peak_khz_, cudaDevAttrClockRate, device.index()));
     set_cover(least_cover_seconds_);
@@ -109,10 +110,16 @@ class CudaEventTimer final : public Timer {
   }
 
   nlohmann::json describe() const override {
-    return {{"clock", "cuda events, current stream"}, {"device_sync", device_sync_}, {"l2_flush_bytes", flush_.numel()},
-            {"idle_sync_seconds", idle_sync_seconds_}, {"context_latency_seconds", context_latency_seconds_},
-            {"launch_cover_cycles", cover_cycles_}, {"launch_cover_seconds", cover_seconds_},
-            {"device_end", !device_sync_ ? "none" : end_on_device_ ? "context event" : "host wait"}};
+    return {{"clock", "cuda events, current stream"},
+            {"device_sync", device_sync_},
+            {"l2_flush_bytes", flush_.numel()},
+            {"idle_sync_seconds", idle_sync_seconds_},
+            {"context_latency_seconds", context_latency_seconds_},
+            {"launch_cover_cycles", cover_cycles_},
+            {"launch_cover_seconds", cover_seconds_},
+            {"device_end", !device_sync_    ? "none"
+                           : end_on_device_ ? "context event"
+                                            : "host wait"}};
   }
 
  private:

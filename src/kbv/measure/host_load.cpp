@@ -28,18 +28,16 @@ std::optional<CpuCounters> read_cpu_counters() {
   return counters;
 }
 
-nlohmann::json host_load(const CpuCounters& before, const CpuCounters& after, double wall_seconds, double worker_cpu_seconds) {
+nlohmann::json host_load(const CpuCounters& before, const CpuCounters& after, double wall_seconds,
+                         double worker_cpu_seconds) {
   const double wall = std::max(wall_seconds, 1e-9);
   const double busy = std::max(0.0, after.busy_seconds - before.busy_seconds);
   const double total = after.total_seconds - before.total_seconds;
   const double steal = std::max(0.0, after.steal_seconds - before.steal_seconds);
   const double tick = 1.0 / static_cast<double>(sysconf(_SC_CLK_TCK));
-  return {{"wall_seconds", wall_seconds},
-          {"cores", std::max(1u, std::thread::hardware_concurrency())},
-          {"busy_cores", busy / wall},
-          {"other_cores", std::max(0.0, busy - worker_cpu_seconds) / wall},
-          {"resolution_cores", 3 * tick / wall},
-          {"steal_share", total > 0 ? steal / total : 0.0}};
+  return {{"wall_seconds", wall_seconds},        {"cores", std::max(1u, std::thread::hardware_concurrency())},
+          {"busy_cores", busy / wall},           {"other_cores", std::max(0.0, busy - worker_cpu_seconds) / wall},
+          {"resolution_cores", 3 * tick / wall}, {"steal_share", total > 0 ? steal / total : 0.0}};
 }
 
 }  // namespace kbv::measure

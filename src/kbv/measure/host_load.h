@@ -24,6 +24,7 @@ std::optional<CpuCounters> read_cpu_counters();
 // "resolution_cores" (what the counters' clock ticks leave unknown: a tick at each end of the
 // window and one in the worker's reading, over the window; 0.15 core for 0.2 s at 100 ticks a
 // second, 2 cores for kernelbench's ~15 ms), "steal_share" (of all cores' time), "wall_seconds"}.
-nlohmann::json host_load(const CpuCounters& before, const CpuCounters& after, double wall_seconds, double worker_cpu_seconds);
+nlohmann::json host_load(const CpuCounters& before, const CpuCounters& after, double wall_seconds,
+                         double worker_cpu_seconds);
 
 }  // namespace kbv::measure

@@ -140,9 +140,8 @@ Interval median_ci(std::span<const double> samples, double confidence) {
 
 double relative_half_width(Interval ci, double center) { return (ci.high - ci.low) / 2.0 / center; }
 
-Interval bootstrap_ratio_of_medians(std::span<const double> numerator,
-                                    std::span<const double> denominator, int resamples,
-                                    std::uint64_t seed, double confidence) {
+Interval bootstrap_ratio_of_medians(std::span<const double> numerator, std::span<const double> denominator,
+                                    int resamples, std::uint64_t seed, double confidence) {
   check_bootstrap(resamples, confidence);
   if (numerator.empty() || denominator.empty() || has_nan(numerator) || has_nan(denominator)) {
     return {kNaN, kNaN};
@@ -164,8 +163,7 @@ Interval bootstrap_ratio_of_medians(std::span<const double> numerator,
   return percentile_interval(ratios, confidence);
 }
 
-Interval bootstrap_mean(std::span<const double> samples, int resamples, std::uint64_t seed,
-                        double confidence) {
+Interval bootstrap_mean(std::span<const double> samples, int resamples, std::uint64_t seed, double confidence) {
   check_bootstrap(resamples, confidence);
   if (samples.empty() || has_nan(samples)) return {kNaN, kNaN};
 

@@ -66,9 +66,8 @@ double relative_half_width(Interval ci, double center);
 // median is 0 contributes +inf, and one that is 0/0 makes the whole interval {NaN, NaN}: only
 // positive times make sense.
 // Throws std::invalid_argument unless 0 < confidence < 1 and resamples >= 1.
-Interval bootstrap_ratio_of_medians(std::span<const double> numerator,
-                                    std::span<const double> denominator, int resamples,
-                                    std::uint64_t seed, double confidence = 0.95);
+Interval bootstrap_ratio_of_medians(std::span<const double> numerator, std::span<const double> denominator,
+                                    int resamples, std::uint64_t seed, double confidence = 0.95);
 
 // Percentile-bootstrap confidence interval for the mean of `samples`. `kbv report` uses it on
 // log speedups, resampling candidates, for the CI of the geometric-mean speedup.
@@ -78,7 +77,6 @@ Interval bootstrap_ratio_of_medians(std::span<const double> numerator,
 // seeded exactly as in bootstrap_ratio_of_medians above.
 // Edge cases: empty or containing NaN -> {NaN, NaN}; one value x (or all equal) -> {x, x}.
 // Throws std::invalid_argument unless 0 < confidence < 1 and resamples >= 1.
-Interval bootstrap_mean(std::span<const double> samples, int resamples, std::uint64_t seed,
-                        double confidence = 0.95);
+Interval bootstrap_mean(std::span<const double> samples, int resamples, std::uint64_t seed, double confidence = 0.95);
 
 }  // namespace kbv::measure

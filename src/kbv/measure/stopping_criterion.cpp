@@ -27,12 +27,11 @@ std::size_t checked_count(int n) {
 
 }  // namespace
 
-MedianPrecisionCriterion::MedianPrecisionCriterion(MedianPrecisionSettings settings)
-    : settings_(settings) {
+MedianPrecisionCriterion::MedianPrecisionCriterion(MedianPrecisionSettings settings) : settings_(settings) {
   const auto& s = settings_;
   // Written as !(x >= 0) so that NaN settings are rejected too.
-  if (s.min_samples < 0 || s.max_samples < 1 || !(s.min_seconds >= 0.0) ||
-      !(s.max_relative_half_width >= 0.0) || !(s.max_seconds > 0.0)) {
+  if (s.min_samples < 0 || s.max_samples < 1 || !(s.min_seconds >= 0.0) || !(s.max_relative_half_width >= 0.0) ||
+      !(s.max_seconds > 0.0)) {
     throw std::invalid_argument("kbv::measure: invalid MedianPrecisionSettings");
   }
   samples_.reserve(static_cast<std::size_t>(s.max_samples));
@@ -52,8 +51,7 @@ MedianPrecisionCriterion::Reason MedianPrecisionCriterion::evaluate() const {
     const double center = median(samples_);
     // A zero median (all-zero times) gives NaN or inf here, which never passes: it runs to a
     // cap instead of claiming a precision it does not have.
-    if (relative_half_width(median_ci(samples_, kConfidence), center) <=
-        s.max_relative_half_width) {
+    if (relative_half_width(median_ci(samples_, kConfidence), center) <= s.max_relative_half_width) {
       return Reason::precision;
     }
   }
@@ -88,9 +86,7 @@ nlohmann::json MedianPrecisionCriterion::describe() const {
   };
 }
 
-FixedCountCriterion::FixedCountCriterion(int n) : count_(checked_count(n)) {
-  samples_.reserve(count_);
-}
+FixedCountCriterion::FixedCountCriterion(int n) : count_(checked_count(n)) { samples_.reserve(count_); }
 
 void FixedCountCriterion::add_measurement(double seconds) {
   check_measurement(seconds);

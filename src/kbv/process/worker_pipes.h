@@ -44,7 +44,6 @@ struct WorkerPipes {
   }
 };
 
-
 template <class F>
 auto retry_eintr(F call) {
   decltype(call()) result;

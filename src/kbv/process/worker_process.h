@@ -10,9 +10,9 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <span>
 #include <stdexcept>
 #include <string>
-#include <span>
 #include <utility>
 #include <vector>
 
@@ -31,7 +31,7 @@ class ChannelTimeout : public std::runtime_error {
 
 struct ExitStatus {
   bool signaled = false;
-  int code = 0;  // exit code, or signal number when signaled
+  int code = 0;            // exit code, or signal number when signaled
   double cpu_seconds = 0;  // the process's own user and system time (its rusage), not its children's
   // "exited with code 3", "killed by signal 11 (SIGSEGV)"
   std::string describe() const;
@@ -41,8 +41,8 @@ struct Received {
   // malformed: the child wrote bytes that are not a frame (error says how); the result stream is
   // unusable afterwards. An untrusted worker can do that on purpose, so it is a value, not a throw.
   enum class Status { message, timeout, closed, malformed } status;
-  ipc::Message message;    // set when status == message
-  std::string error;  // set when status == closed (which EOF) or malformed
+  ipc::Message message;  // set when status == message
+  std::string error;     // set when status == closed (which EOF) or malformed
 };
 
 class WorkerProcess {

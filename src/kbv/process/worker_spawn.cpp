@@ -34,7 +34,9 @@ constexpr int kFirstFreeFd = ipc::kInheritedFd + ipc::kMaxInheritedFds;
 
 // Moves a child-side fd above the targets, so the child's dup2 calls can never overwrite the source
 // of a later dup2, and never find source == target (which would keep O_CLOEXEC set).
-ipc::UniqueFd above_std_fds(ipc::UniqueFd fd) { return ipc::UniqueFd(KBV_SYSCALL(fcntl(fd.get(), F_DUPFD_CLOEXEC, kFirstFreeFd))); }
+ipc::UniqueFd above_std_fds(ipc::UniqueFd fd) {
+  return ipc::UniqueFd(KBV_SYSCALL(fcntl(fd.get(), F_DUPFD_CLOEXEC, kFirstFreeFd)));
+}
 
 std::vector<std::string> merged_environment(const std::vector<std::pair<std::string, std::string>>& overrides) {
   std::vector<std::string> env;
@@ -107,7 +109,8 @@ struct ChildFailure {
       dup2(plan.command_fd, ipc::kCommandFd) == -1 || dup2(plan.result_fd, ipc::kResultFd) == -1)
     child_fail(plan.error_fd, kDup2);
   for (int i = 0; i < plan.inherited_count; ++i) {
-    if (plan.inherited[i] >= 0 && dup2(plan.inherited[i], ipc::kInheritedFd + i) == -1) child_fail(plan.error_fd, kDup2);
+    if (plan.inherited[i] >= 0 && dup2(plan.inherited[i], ipc::kInheritedFd + i) == -1)
+      child_fail(plan.error_fd, kDup2);
   }
   // Close every inherited fd above the channel, whoever opened it (libraries do not all use
   // O_CLOEXEC). Without exec (a body) they go now, the error pipe too: its EOF tells the parent the
@@ -178,11 +181,13 @@ WorkerProcess WorkerProcess::spawn(const std::vector<std::string>& argv,
   ipc::UniqueFd child_command = above_std_fds(std::move(command.read));
   ipc::UniqueFd child_result = above_std_fds(std::move(result.write));
   ipc::UniqueFd child_error = above_std_fds(std::move(error.write));
-  if (inherited.size() > ipc::kMaxInheritedFds) throw std::invalid_argument("WorkerProcess::start: too many inherited fds");
+  if (inherited.size() > ipc::kMaxInheritedFds)
+    throw std::invalid_argument("WorkerProcess::start: too many inherited fds");
   ipc::UniqueFd child_inherited[ipc::kMaxInheritedFds];
   static_assert(ipc::kMaxInheritedFds == 3, "the plan below names each inherited fd");
   for (std::size_t i = 0; i < inherited.size(); ++i) {
-    if (inherited[i] >= 0) child_inherited[i] = ipc::UniqueFd(KBV_SYSCALL(fcntl(inherited[i], F_DUPFD_CLOEXEC, kFirstFreeFd)));
+    if (inherited[i] >= 0)
+      child_inherited[i] = ipc::UniqueFd(KBV_SYSCALL(fcntl(inherited[i], F_DUPFD_CLOEXEC, kFirstFreeFd)));
   }
   rlimit files{};
   KBV_SYSCALL(getrlimit(RLIMIT_NOFILE, &files));
@@ -208,7 +213,9 @@ WorkerProcess WorkerProcess::spawn(const std::vector<std::string>& argv,
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old);
   // clone with namespace flags is fork's equivalent (no new stack: the child returns here too).
-  const pid_t pid = namespaces == 0 ? fork() : static_cast<pid_t>(syscall(SYS_clone, SIGCHLD | namespaces, nullptr, nullptr, nullptr, 0));
+  const pid_t pid = namespaces == 0
+                        ? fork()
+                        : static_cast<pid_t>(syscall(SYS_clone, SIGCHLD | namespaces, nullptr, nullptr, nullptr, 0));
   if (pid == 0) run_child(plan);
   const int fork_error = errno;
   pthread_sigmask(SIG_SETMASK, &old, nullptr);

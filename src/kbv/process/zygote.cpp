@@ -40,7 +40,8 @@ nlohmann::json receive_reply(int socket, Clock::time_point deadline, const std::
     if (n <= 0) throw ZygoteFailed("the zygote is gone (during '" + what + "')");
     nlohmann::json reply = nlohmann::json::parse(std::string(buffer, static_cast<std::size_t>(n)), nullptr, false);
     if (reply.is_discarded() || !reply.is_object()) throw ZygoteFailed("the zygote sent a malformed reply");
-    if (reply.contains("error")) throw ZygoteFailed("the zygote could not " + what + ": " + reply["error"].get<std::string>());
+    if (reply.contains("error"))
+      throw ZygoteFailed("the zygote could not " + what + ": " + reply["error"].get<std::string>());
     return reply;
   }
 }
@@ -55,17 +56,18 @@ Zygote::Starting Zygote::begin(const std::string& executable, const std::string&
   KBV_SYSCALL(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair));
   ipc::UniqueFd ours(pair[0]), theirs(pair[1]);
   const int inherited[] = {theirs.get()};
-  WorkerProcess process =
-      forked && single_threaded()
-          ? WorkerProcess::start_forked(forked, 64 * 1024, inherited)
-          : WorkerProcess::start({executable, "worker", "--role", "zygote", "--python", python}, {}, 64 * 1024, inherited);
+  WorkerProcess process = forked && single_threaded()
+                              ? WorkerProcess::start_forked(forked, 64 * 1024, inherited)
+                              : WorkerProcess::start({executable, "worker", "--role", "zygote", "--python", python}, {},
+                                                     64 * 1024, inherited);
   return {std::move(process), std::move(ours)};  // theirs closes: a dead zygote reads as EOF
 }
 
 std::shared_ptr<Zygote> Zygote::ready(Starting starting, std::chrono::duration<double> timeout) {
   std::vector<std::string> python_paths;
   try {
-    python_paths = receive_reply(starting.socket.get(), deadline_after(timeout), "start").value("python_paths", python_paths);
+    python_paths =
+        receive_reply(starting.socket.get(), deadline_after(timeout), "start").value("python_paths", python_paths);
   } catch (const ZygoteFailed& failed) {
     starting.process.kill();
     starting.process.wait();
@@ -74,7 +76,8 @@ std::shared_ptr<Zygote> Zygote::ready(Starting starting, std::chrono::duration<d
   return std::make_shared<Zygote>(std::move(starting.process), std::move(starting.socket), std::move(python_paths));
 }
 
-WorkerProcess Zygote::spawn(const std::string& role, const std::vector<std::pair<std::string, std::string>>& environment,
+WorkerProcess Zygote::spawn(const std::string& role,
+                            const std::vector<std::pair<std::string, std::string>>& environment,
                             std::chrono::duration<double> timeout, std::span<const int> inherited,
                             const nlohmann::json& sandbox) {
   WorkerProcess::ChildEnds child;

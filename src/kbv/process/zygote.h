@@ -47,7 +47,8 @@ class Zygote {
   // this process a child subreaper (PR_SET_CHILD_SUBREAPER), for good. Like WorkerProcess::start,
   // call it from a thread that outlives the zygote and its workers. The caller goes on while the
   // zygote imports torch; ready() waits for that, up to `timeout`. Throws ZygoteFailed.
-  static Starting begin(const std::string& executable, const std::string& python, const std::function<int()>& forked = {});
+  static Starting begin(const std::string& executable, const std::string& python,
+                        const std::function<int()>& forked = {});
   static std::shared_ptr<Zygote> ready(Starting starting,
                                        std::chrono::duration<double> timeout = std::chrono::seconds(300));
   static std::shared_ptr<Zygote> start(const std::string& executable, const std::string& python,
@@ -76,7 +77,8 @@ class Zygote {
   bool broken_ = false;  // a request failed: the socket's replies can no longer be matched
   std::string broken_reason_;
   WorkerProcess process_;
-  ipc::UniqueFd socket_;  // SOCK_SEQPACKET: one request (JSON, the worker's pipes and inherited fds), one reply (JSON) each
+  ipc::UniqueFd
+      socket_;  // SOCK_SEQPACKET: one request (JSON, the worker's pipes and inherited fds), one reply (JSON) each
   std::vector<std::string> python_paths_;
 };
 

@@ -68,8 +68,7 @@ Protocol kernelbench() {
 Protocol preset(std::string_view preset_name) {
   if (preset_name == "verified") return verified();
   if (preset_name == "kernelbench") return kernelbench();
-  throw std::invalid_argument("unknown protocol '" + std::string(preset_name) +
-                              "' (known: verified, kernelbench)");
+  throw std::invalid_argument("unknown protocol '" + std::string(preset_name) + "' (known: verified, kernelbench)");
 }
 
 nlohmann::json to_json(const Protocol& p) {

@@ -48,14 +48,14 @@ struct Timing {
   double max_relative_half_width = 0.01;
   int max_samples = 200;
   double max_seconds = 10.0;
-  int fixed_samples = 0;        // > 0: exactly this many samples (kernelbench: 100)
-  bool use_median = true;       // false: mean of samples (kernelbench reports the mean)
-  bool device_sync = true;      // work on any stream counts: a device-wide synchronize after the call
+  int fixed_samples = 0;            // > 0: exactly this many samples (kernelbench: 100)
+  bool use_median = true;           // false: mean of samples (kernelbench reports the mean)
+  bool device_sync = true;          // work on any stream counts: a device-wide synchronize after the call
   std::int64_t l2_flush_bytes = 0;  // 0: twice the device's L2
-  int pool_sets = 2;            // input sets timed in turn
-  bool refresh_inputs = true;   // new content (same buffers) before every timed call
+  int pool_sets = 2;                // input sets timed in turn
+  bool refresh_inputs = true;       // new content (same buffers) before every timed call
   bool check_timed_outputs = true;
-  int sketch_points = 4096;     // sampled positions compared per timed output
+  int sketch_points = 4096;  // sampled positions compared per timed output
   // The stability judgement (PROTOCOL.md, "Stability", measure/stability.h): the speedup is
   // unreliable where, while either side was timed, other processes kept more than this many cores
   // busy, the hypervisor took more than this share of the cores' time, or more than this share of
@@ -94,22 +94,22 @@ struct Protocol {
   // Checked only where fewer than min_hidden_families of `families` are in the problem's domain.
   std::vector<Family> fallback_families;
   int draws_per_family = 2;
-  bool secret_seeds = true;            // false: seeds derived from fixed_seed, as KernelBench does
+  bool secret_seeds = true;  // false: seeds derived from fixed_seed, as KernelBench does
   std::uint64_t fixed_seed = 42;
-  std::uint64_t init_seed = 42;        // seed under which Model and ModelNew are constructed
-  bool copy_state = true;              // copy reference parameters/buffers into ModelNew
+  std::uint64_t init_seed = 42;  // seed under which Model and ModelNew are constructed
+  bool copy_state = true;        // copy reference parameters/buffers into ModelNew
   Comparison comparison = Comparison::scaled;
-  double atol = 1e-4, rtol = 1e-4;     // allclose
-  double error_floor = 1e-4;           // scaled: smallest bound ever used
-  double baseline_multiplier = 3.0;    // scaled: bound = max(floor, multiplier x baseline error)
+  double atol = 1e-4, rtol = 1e-4;   // allclose
+  double error_floor = 1e-4;         // scaled: smallest bound ever used
+  double baseline_multiplier = 3.0;  // scaled: bound = max(floor, multiplier x baseline error)
   // scaled: a reference whose two calls on the same inputs differ by at most this share of the
   // draw's tolerance is deterministic up to rounding (float atomics): judged, the difference added
   // to every bound; beyond it, random (dropout): unverifiable.
   double rounding_share = 0.25;
-  int min_hidden_families = 2;         // fewer in-domain hidden families: unverifiable
-  Tf32 reference_tf32;                 // reference values
-  Tf32 baseline_tf32;                  // timed baseline (and the tolerance's yardstick)
-  Tf32 candidate_tf32;                 // flags the candidate runs under
+  int min_hidden_families = 2;  // fewer in-domain hidden families: unverifiable
+  Tf32 reference_tf32;          // reference values
+  Tf32 baseline_tf32;           // timed baseline (and the tolerance's yardstick)
+  Tf32 candidate_tf32;          // flags the candidate runs under
   Timing timing;
   Detection detection;
 };

@@ -13,10 +13,15 @@ using nlohmann::json;
 json number(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
 
 json to_json(const TimingResult& t) {
-  json out = {{"seconds", t.seconds},     {"ci", {t.ci_low, t.ci_high}}, {"samples", t.samples.size()},
-              {"samples_seconds", t.samples}, {"stream_samples_seconds", t.stream_samples},
+  json out = {{"seconds", t.seconds},
+              {"ci", {t.ci_low, t.ci_high}},
+              {"samples", t.samples.size()},
+              {"samples_seconds", t.samples},
+              {"stream_samples_seconds", t.stream_samples},
               {"launch_samples_seconds", t.launch_samples},
-              {"criterion", t.criterion}, {"flags", t.flags}, {"clock", t.clock}};
+              {"criterion", t.criterion},
+              {"flags", t.flags},
+              {"clock", t.clock}};
   if (!t.host_wait_samples.empty()) {
     out["host_wait_samples_seconds"] = t.host_wait_samples;
     out["end_on_device_samples"] = t.end_on_device_samples;
@@ -48,7 +53,8 @@ void read_memory(const json& reply, MemoryResult& into) {
   into.peak_bytes = reply.at("peak_bytes").get<std::int64_t>();
   into.transient_peak_bytes = reply.at("transient_peak_bytes").get<std::int64_t>();
   into.held_output_bytes = reply.at("held_output_bytes").get<std::int64_t>();
-  if (reply.contains("driver_growth_bytes")) into.driver_growth_bytes = reply["driver_growth_bytes"].get<std::int64_t>();
+  if (reply.contains("driver_growth_bytes"))
+    into.driver_growth_bytes = reply["driver_growth_bytes"].get<std::int64_t>();
 }
 
 std::optional<PeakComparison> compare_peaks(const Record& r) {
@@ -66,18 +72,29 @@ std::optional<PeakComparison> compare_peaks(const Record& r) {
 json to_json(const Record& r) {
   json correctness = json::array();
   for (const FamilyResult& f : r.correctness) {
-    correctness.push_back({{"family", f.family}, {"status", f.status}, {"draws", f.draws}, {"passed", f.passed},
-                           {"skipped", f.skipped}, {"max_error", number(f.max_error)},
-                           {"tolerance", number(f.tolerance)}, {"reason", f.reason}});
+    correctness.push_back({{"family", f.family},
+                           {"status", f.status},
+                           {"draws", f.draws},
+                           {"passed", f.passed},
+                           {"skipped", f.skipped},
+                           {"max_error", number(f.max_error)},
+                           {"tolerance", number(f.tolerance)},
+                           {"reason", f.reason}});
   }
   json draws = json::array();
   for (const DrawResult& d : r.draws) {
-    draws.push_back({{"family", d.family}, {"index", d.index}, {"seed", d.seed}, {"status", d.status}, {"reason", d.reason},
-                     {"error", number(d.error)}, {"tolerance", number(d.tolerance)},
+    draws.push_back({{"family", d.family},
+                     {"index", d.index},
+                     {"seed", d.seed},
+                     {"status", d.status},
+                     {"reason", d.reason},
+                     {"error", number(d.error)},
+                     {"tolerance", number(d.tolerance)},
                      {"baseline_error", number(d.baseline_error)}});
   }
   json findings = json::array();
-  for (const Finding& f : r.findings) findings.push_back({{"id", f.id}, {"severity", f.severity}, {"evidence", f.evidence}});
+  for (const Finding& f : r.findings)
+    findings.push_back({{"id", f.id}, {"severity", f.severity}, {"evidence", f.evidence}});
 
   json timing = json::object();
   if (r.baseline) {
@@ -96,17 +113,23 @@ json to_json(const Record& r) {
   json memory = json::object();
   if (r.baseline_memory) {
     if (r.baseline_memory->peak_bytes) memory["baseline_peak_bytes"] = *r.baseline_memory->peak_bytes;
-    if (r.baseline_memory->transient_peak_bytes) memory["baseline_transient_peak_bytes"] = *r.baseline_memory->transient_peak_bytes;
-    if (r.baseline_memory->held_output_bytes) memory["baseline_held_output_bytes"] = *r.baseline_memory->held_output_bytes;
+    if (r.baseline_memory->transient_peak_bytes)
+      memory["baseline_transient_peak_bytes"] = *r.baseline_memory->transient_peak_bytes;
+    if (r.baseline_memory->held_output_bytes)
+      memory["baseline_held_output_bytes"] = *r.baseline_memory->held_output_bytes;
     memory["baseline_footprint_bytes"] = r.baseline_memory->footprint_bytes;
-    if (r.baseline_memory->driver_growth_bytes) memory["baseline_driver_growth_bytes"] = *r.baseline_memory->driver_growth_bytes;
+    if (r.baseline_memory->driver_growth_bytes)
+      memory["baseline_driver_growth_bytes"] = *r.baseline_memory->driver_growth_bytes;
   }
   if (r.candidate_memory) {
     if (r.candidate_memory->peak_bytes) memory["candidate_peak_bytes"] = *r.candidate_memory->peak_bytes;
-    if (r.candidate_memory->transient_peak_bytes) memory["candidate_transient_peak_bytes"] = *r.candidate_memory->transient_peak_bytes;
-    if (r.candidate_memory->held_output_bytes) memory["candidate_held_output_bytes"] = *r.candidate_memory->held_output_bytes;
+    if (r.candidate_memory->transient_peak_bytes)
+      memory["candidate_transient_peak_bytes"] = *r.candidate_memory->transient_peak_bytes;
+    if (r.candidate_memory->held_output_bytes)
+      memory["candidate_held_output_bytes"] = *r.candidate_memory->held_output_bytes;
     memory["candidate_footprint_bytes"] = r.candidate_memory->footprint_bytes;
-    if (r.candidate_memory->driver_growth_bytes) memory["candidate_driver_growth_bytes"] = *r.candidate_memory->driver_growth_bytes;
+    if (r.candidate_memory->driver_growth_bytes)
+      memory["candidate_driver_growth_bytes"] = *r.candidate_memory->driver_growth_bytes;
   }
   if (const auto peaks = compare_peaks(r)) {
     if (peaks->ratio) memory["peak_ratio"] = *peaks->ratio;
@@ -136,8 +159,9 @@ json to_json(const Record& r) {
 }
 
 bool device_stage(std::string_view stage) {
-  static const std::set<std::string_view> device = {"reference_draws", "reference_trace", "baseline", "floor", "checks",
-                                                     "probe", "timing", "memory", "timed_output_checks"};
+  static const std::set<std::string_view> device = {"reference_draws", "reference_trace", "baseline",
+                                                    "floor",           "checks",          "probe",
+                                                    "timing",          "memory",          "timed_output_checks"};
   return device.count(stage) > 0;
 }
 

@@ -27,11 +27,11 @@ struct Finding {
 struct DrawResult {
   std::string family;
   int index = 0;
-  std::uint64_t seed = 0; // logged once the verdict is in, so the draw can be reproduced
-  std::string status;     // pass | fail | skipped
-  std::string reason;     // why it failed or was skipped
-  double error = 0;       // scaled error (verified) or max |x - r| (kernelbench)
-  double tolerance = 0;   // bound the error was held to
+  std::uint64_t seed = 0;  // logged once the verdict is in, so the draw can be reproduced
+  std::string status;      // pass | fail | skipped
+  std::string reason;      // why it failed or was skipped
+  double error = 0;        // scaled error (verified) or max |x - r| (kernelbench)
+  double tolerance = 0;    // bound the error was held to
   double baseline_error = 0;
 };
 
@@ -52,11 +52,11 @@ struct TimingResult {
   // samples took the context event's end instead (PROTOCOL.md, "Device-wide end").
   std::vector<double> host_wait_samples;
   int end_on_device_samples = 0;
-  double seconds = 0;                  // the protocol's statistic (median or mean)
-  double ci_low = 0, ci_high = 0;      // 95% CI of the median
-  nlohmann::json criterion;            // stopping rule and whether it converged
-  nlohmann::json flags;                // TF32 flags read back before timing
-  nlohmann::json clock;                // the timer: clock, flush, device sync and its latency
+  double seconds = 0;              // the protocol's statistic (median or mean)
+  double ci_low = 0, ci_high = 0;  // 95% CI of the median
+  nlohmann::json criterion;        // stopping rule and whether it converged
+  nlohmann::json flags;            // TF32 flags read back before timing
+  nlohmann::json clock;            // the timer: clock, flush, device sync and its latency
   // Where the worker's CPU time went from the pool's first draw to the last timed call (PROTOCOL.md,
   // "Work outside the timed calls"): the worker's ledger (worker/cpu_ledger.h), `outside_seconds`
   // read from outside it with its `source`, and `fills`, the input sets drawn meanwhile.

@@ -64,8 +64,10 @@ std::vector<std::string> search_paths() {
   std::vector<std::string> paths;
   const auto add = [&](PyObject* value) {  // borrowed
     const char* text = value != nullptr && PyUnicode_Check(value) ? PyUnicode_AsUTF8(value) : nullptr;
-    if (text == nullptr) PyErr_Clear();
-    else if (text[0] == '/') paths.emplace_back(text);
+    if (text == nullptr)
+      PyErr_Clear();
+    else if (text[0] == '/')
+      paths.emplace_back(text);
   };
   for (const char* name : {"prefix", "base_prefix", "exec_prefix", "base_exec_prefix"}) add(PySys_GetObject(name));
   if (PyObject* path = PySys_GetObject("path"); path != nullptr && PyList_Check(path)) {

@@ -50,7 +50,8 @@ std::vector<Group> groups_at(const std::vector<const Outcome*>& outcomes, const 
   std::map<std::tuple<int, std::string, std::string>, std::vector<const Outcome*>> by_key;
   for (const Outcome* o : outcomes) by_key[{protocol_rank(o->protocol), o->protocol, o->device}].push_back(o);
   std::vector<Group> groups;
-  for (const auto& [key, members] : by_key) groups.push_back({level, std::get<1>(key), std::get<2>(key), stats_of(members)});
+  for (const auto& [key, members] : by_key)
+    groups.push_back({level, std::get<1>(key), std::get<2>(key), stats_of(members)});
   return groups;
 }
 
@@ -81,7 +82,8 @@ std::optional<ProtocolGap> gap_at(const std::vector<const Outcome*>& outcomes, c
   gap.kernelbench = stats_of(kernelbench_side);
   gap.pass_rate_gap = gap.kernelbench.pass_rate - gap.verified.pass_rate;
   gap.fast_1_gap = gap.kernelbench.fast_p[kFast1] - gap.verified.fast_p[kFast1];
-  if (gap.verified.geomean && gap.kernelbench.geomean) gap.geomean_gap = gap.kernelbench.geomean->value - gap.verified.geomean->value;
+  if (gap.verified.geomean && gap.kernelbench.geomean)
+    gap.geomean_gap = gap.kernelbench.geomean->value - gap.verified.geomean->value;
   return gap;
 }
 
@@ -127,7 +129,8 @@ bool on_uncured(const Outcome& outcome) { return outcome.audit && has_uncured(*o
 
 double fast_p(const Stats& stats, double p) {
   if (p == 0.0) return stats.pass_rate;
-  const auto above = stats.pass_speedups.end() - std::upper_bound(stats.pass_speedups.begin(), stats.pass_speedups.end(), p);
+  const auto above =
+      stats.pass_speedups.end() - std::upper_bound(stats.pass_speedups.begin(), stats.pass_speedups.end(), p);
   return share(static_cast<int>(above), stats.candidates);
 }
 
@@ -173,8 +176,10 @@ Stats stats_of(const std::vector<const Outcome*>& outcomes) {
   if (!log_speedups.empty()) {
     // The geometric mean is exp(mean log speedup); exp is monotone, so the percentile interval of
     // the mean log maps to the geometric mean's.
-    const measure::Interval log_ci = measure::bootstrap_mean(log_speedups, kBootstrapResamples, kBootstrapSeed, kConfidence);
-    s.geomean = GeometricMean{std::exp(measure::mean(log_speedups)), {std::exp(log_ci.low), std::exp(log_ci.high)},
+    const measure::Interval log_ci =
+        measure::bootstrap_mean(log_speedups, kBootstrapResamples, kBootstrapSeed, kConfidence);
+    s.geomean = GeometricMean{std::exp(measure::mean(log_speedups)),
+                              {std::exp(log_ci.low), std::exp(log_ci.high)},
                               static_cast<int>(log_speedups.size())};
   }
   if (s.peaks_measured > 0) s.raises_peak_share = share(s.raises_peak, s.peaks_measured);
@@ -185,8 +190,8 @@ Stats stats_of(const std::vector<const Outcome*>& outcomes) {
 std::vector<RunSummary> aggregate(const std::vector<RunResults>& runs, bool exclude_uncured) {
   std::vector<RunSummary> summaries;
   for (const RunResults& run : runs) {
-    RunSummary summary{run.name, run.candidate_files, run.unmatched, run.failures, {}, {}, audits_of(run.outcomes), 0,
-                       run.sessions};
+    RunSummary summary{run.name, run.candidate_files, run.unmatched, run.failures, {}, {}, audits_of(run.outcomes),
+                       0,        run.sessions};
     std::vector<Outcome> counted;
     for (const Outcome& o : run.outcomes) {
       if (!(exclude_uncured && on_uncured(o))) counted.push_back(o);

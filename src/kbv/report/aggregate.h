@@ -20,8 +20,8 @@ namespace kbv::report {
 
 // KernelBench's thresholds: fast_p is the share of all candidates that pass with speedup > p.
 // PROTOCOL.md, "Verdicts", in its order: every group lists them all, zeros included.
-inline constexpr std::array<const char*, 9> kVerdicts{"pass",    "incorrect",     "hack",          "no_kernel",
-                                                      "compile_error", "runtime_error", "timeout", "crash", "unverifiable"};
+inline constexpr std::array<const char*, 9> kVerdicts{
+    "pass", "incorrect", "hack", "no_kernel", "compile_error", "runtime_error", "timeout", "crash", "unverifiable"};
 inline constexpr std::array<double, 6> kFastPThresholds{0.0, 0.5, 0.8, 1.0, 1.5, 2.0};
 inline constexpr std::size_t kFast1 = 3;  // fast_1, the headline: faster than PyTorch at all
 static_assert(kFastPThresholds[kFast1] == 1.0);
@@ -44,8 +44,8 @@ struct GeometricMean {
 // The numbers of one set of outcomes (a group of the report).
 struct Stats {
   int candidates = 0;
-  int problems = 0;            // distinct problems among the candidates (several samples each is common)
-  int problems_with_pass = 0;  // problems with at least one passing candidate
+  int problems = 0;                     // distinct problems among the candidates (several samples each is common)
+  int problems_with_pass = 0;           // problems with at least one passing candidate
   std::map<std::string, int> verdicts;  // kVerdicts (zeros included) and any other name found
   int passed = 0;
   double pass_rate = 0;
@@ -54,8 +54,8 @@ struct Stats {
   int peaks_measured = 0;                // passing candidates with both peaks measured
   int raises_peak = 0;                   // of those, candidates whose peak exceeds the baseline's
   std::optional<double> raises_peak_share, median_peak_ratio;
-  std::map<std::string, FindingCount> findings;  // by finding id
-  std::vector<double> pass_speedups;             // sorted: the fast_p curve
+  std::map<std::string, FindingCount> findings;            // by finding id
+  std::vector<double> pass_speedups;                       // sorted: the fast_p curve
   std::vector<std::pair<double, double>> speedup_vs_peak;  // passing: (speedup, peak ratio)
   int on_uncured = 0;         // candidates on a problem with an uncured audit finding (on_uncured())
   int passed_on_uncured = 0;  // of those, passing: passes the defect may have made possible
@@ -114,7 +114,7 @@ struct RunSummary {
   std::vector<Group> groups;  // all levels first, then by level; verified before kernelbench
   std::vector<ProtocolGap> gaps;
   ProblemAudits audits;
-  int excluded_candidates = 0;  // left out of groups and gaps by exclude_uncured
+  int excluded_candidates = 0;    // left out of groups and gaps by exclude_uncured
   std::vector<Session> sessions;  // the invocations that wrote its records, with their lanes' use
 };
 

@@ -26,7 +26,8 @@ std::string findings_of(const Outcome& o) {
 std::string speedup_of(const Outcome& o) {
   if (!o.speedup) return "-";
   std::string text = times(*o.speedup);
-  if (o.speedup_ci_low && o.speedup_ci_high) text += " [" + fixed(*o.speedup_ci_low, 2) + ", " + fixed(*o.speedup_ci_high, 2) + "]";
+  if (o.speedup_ci_low && o.speedup_ci_high)
+    text += " [" + fixed(*o.speedup_ci_low, 2) + ", " + fixed(*o.speedup_ci_high, 2) + "]";
   return text;
 }
 
@@ -38,7 +39,9 @@ std::string cut(std::string text, std::size_t most) {
 }  // namespace
 
 std::vector<CandidateRow> candidate_rows(const std::vector<RunResults>& runs, const CandidateQuery& query) {
-  const auto matches = [](const std::string& wanted, const std::string& value) { return wanted.empty() || wanted == value; };
+  const auto matches = [](const std::string& wanted, const std::string& value) {
+    return wanted.empty() || wanted == value;
+  };
   std::vector<CandidateRow> rows;
   for (const RunResults& run : runs) {
     if (!matches(query.run, run.name)) continue;
@@ -52,12 +55,13 @@ std::vector<CandidateRow> candidate_rows(const std::vector<RunResults>& runs, co
 }
 
 std::string candidates_table(const std::vector<CandidateRow>& rows) {
-  std::vector<std::vector<std::string>> cells = {
-      {"run", "problem", "candidate", "protocol", "device", "verdict", "speedup [95% CI]", "peak", "findings", "reason"}};
+  std::vector<std::vector<std::string>> cells = {{"run", "problem", "candidate", "protocol", "device", "verdict",
+                                                  "speedup [95% CI]", "peak", "findings", "reason"}};
   for (const CandidateRow& row : rows) {
     const Outcome& o = *row.outcome;
     cells.push_back({row.run, problem_of(o), o.path, o.protocol, o.device, o.verdict, speedup_of(o),
-                     o.peak_ratio ? times(*o.peak_ratio) : "-", findings_of(o), o.reason.empty() ? "-" : cut(o.reason, 100)});
+                     o.peak_ratio ? times(*o.peak_ratio) : "-", findings_of(o),
+                     o.reason.empty() ? "-" : cut(o.reason, 100)});
   }
   std::vector<std::size_t> width(cells.front().size(), 0);
   for (const auto& line : cells) {
@@ -81,13 +85,21 @@ json candidates_json(const std::vector<CandidateRow>& rows) {
     const Outcome& o = *row.outcome;
     json findings = json::array();
     for (const Finding& f : o.findings) findings.push_back({{"id", f.id}, {"severity", f.severity}});
-    json r = {{"run", row.run}, {"problem", problem_of(o)}, {"level", o.level ? json(*o.level) : json()},
-              {"candidate", o.path}, {"sample", o.sample ? json(*o.sample) : json()}, {"protocol", o.protocol},
-              {"device", o.device}, {"verdict", o.verdict}, {"reason", o.reason},
-              {"speedup", o.speedup ? json(*o.speedup) : json()},
-              {"speedup_ci", o.speedup_ci_low && o.speedup_ci_high ? json({*o.speedup_ci_low, *o.speedup_ci_high}) : json()},
-              {"peak_ratio", o.peak_ratio ? json(*o.peak_ratio) : json()},
-              {"raises_peak", o.raises_peak ? json(*o.raises_peak) : json()}, {"findings", std::move(findings)}};
+    json r = {
+        {"run", row.run},
+        {"problem", problem_of(o)},
+        {"level", o.level ? json(*o.level) : json()},
+        {"candidate", o.path},
+        {"sample", o.sample ? json(*o.sample) : json()},
+        {"protocol", o.protocol},
+        {"device", o.device},
+        {"verdict", o.verdict},
+        {"reason", o.reason},
+        {"speedup", o.speedup ? json(*o.speedup) : json()},
+        {"speedup_ci", o.speedup_ci_low && o.speedup_ci_high ? json({*o.speedup_ci_low, *o.speedup_ci_high}) : json()},
+        {"peak_ratio", o.peak_ratio ? json(*o.peak_ratio) : json()},
+        {"raises_peak", o.raises_peak ? json(*o.raises_peak) : json()},
+        {"findings", std::move(findings)}};
     out.push_back(std::move(r));
   }
   return out;

@@ -27,7 +27,9 @@ std::vector<Series> all_level_series(const std::vector<RunSummary>& runs) {
     for (const Group& g : runs[i].groups) {
       if (g.level != kAllLevels) continue;
       std::string label = runs[i].name + ", " + g.protocol + (devices.size() > 1 ? ", " + g.device : "");
-      const Stroke stroke = g.protocol == "verified" ? Stroke::solid : g.protocol == "kernelbench" ? Stroke::dashed : Stroke::dotted;
+      const Stroke stroke = g.protocol == "verified"      ? Stroke::solid
+                            : g.protocol == "kernelbench" ? Stroke::dashed
+                                                          : Stroke::dotted;
       series.push_back({&g, std::move(label), series_color(i), stroke, g.protocol == "verified"});
     }
   }
@@ -97,9 +99,13 @@ std::string speedup_memory_plot(const std::vector<RunSummary>& runs) {
     }
   }
   const double pad = any ? 1.5 : 10.0;
-  SvgChart chart("Speedup against peak memory (passing candidates)",
-                 {.label = "speedup (baseline time / candidate time, log)", .low = x_low / pad, .high = x_high * pad, .log = true},
-                 {.label = "peak memory ratio (candidate / baseline, log)", .low = y_low / pad, .high = y_high * pad, .log = true});
+  SvgChart chart(
+      "Speedup against peak memory (passing candidates)",
+      {.label = "speedup (baseline time / candidate time, log)", .low = x_low / pad, .high = x_high * pad, .log = true},
+      {.label = "peak memory ratio (candidate / baseline, log)",
+       .low = y_low / pad,
+       .high = y_high * pad,
+       .log = true});
   if (any) {  // reference lines only make sense beside points
     chart.vertical_rule(1.0);
     chart.horizontal_rule(1.0);
@@ -107,7 +113,8 @@ std::string speedup_memory_plot(const std::vector<RunSummary>& runs) {
   for (const Series& s : series) {
     const auto& points = s.group->stats.speedup_vs_peak;
     for (const auto& [speedup, ratio] : points) {
-      if (speedup > 0 && ratio > 0 && std::isfinite(speedup) && std::isfinite(ratio)) chart.marker(speedup, ratio, s.color, s.filled);
+      if (speedup > 0 && ratio > 0 && std::isfinite(speedup) && std::isfinite(ratio))
+        chart.marker(speedup, ratio, s.color, s.filled);
     }
     if (!points.empty()) add_legend(chart, s);
   }
@@ -126,7 +133,8 @@ std::string findings_plot(const std::vector<RunSummary>& runs) {
   int max_count = 0;
   std::size_t longest = 0;
   for (const Series& s : series) {
-    for (const auto& [id, count] : s.group->stats.findings) max_count = std::max(max_count, count.error + count.warning);
+    for (const auto& [id, count] : s.group->stats.findings)
+      max_count = std::max(max_count, count.error + count.warning);
   }
   const auto rows = static_cast<double>(ids.size());
   Axis y{.label = "finding", .high = std::max(rows, 1.0)};

@@ -104,11 +104,12 @@ std::vector<RunResults> read(SQLite::Database& db) {
 
   // The latest failure of each evaluation still without a record: SQLite takes the other columns
   // from the row holding MAX(rowid), the last inserted (`created` has only one-second resolution).
-  SQLite::Statement failures(db,
-                             "SELECT c.run_id, c.path, f.protocol, f.device, f.message, MAX(f.rowid) FROM failures f "
-                             "JOIN candidates c ON c.id = f.candidate_id WHERE NOT EXISTS (SELECT 1 FROM records r "
-                             "WHERE r.candidate_id = f.candidate_id AND r.protocol = f.protocol AND r.device = f.device) "
-                             "GROUP BY f.candidate_id, f.protocol, f.device ORDER BY c.run_id, c.path, f.protocol, f.device");
+  SQLite::Statement failures(
+      db,
+      "SELECT c.run_id, c.path, f.protocol, f.device, f.message, MAX(f.rowid) FROM failures f "
+      "JOIN candidates c ON c.id = f.candidate_id WHERE NOT EXISTS (SELECT 1 FROM records r "
+      "WHERE r.candidate_id = f.candidate_id AND r.protocol = f.protocol AND r.device = f.device) "
+      "GROUP BY f.candidate_id, f.protocol, f.device ORDER BY c.run_id, c.path, f.protocol, f.device");
   while (failures.executeStep()) {
     runs[index.at(failures.getColumn(0).getInt64())].failures.push_back(
         {failures.getColumn(1).getString(), failures.getColumn(2).getString(), failures.getColumn(3).getString(),
@@ -116,27 +117,34 @@ std::vector<RunResults> read(SQLite::Database& db) {
   }
 
   if (db.tableExists("sessions")) {  // older stores have none
-    SQLite::Statement sessions(db, "SELECT command, device, created, wall_seconds, lanes, runs FROM sessions ORDER BY id");
+    SQLite::Statement sessions(db,
+                               "SELECT command, device, created, wall_seconds, lanes, runs FROM sessions ORDER BY id");
     while (sessions.executeStep()) {
-      Session session{sessions.getColumn(0).getString(), sessions.getColumn(1).getString(),
-                      sessions.getColumn(2).getString(), sessions.getColumn(3).getDouble(), {}};
+      Session session{sessions.getColumn(0).getString(),
+                      sessions.getColumn(1).getString(),
+                      sessions.getColumn(2).getString(),
+                      sessions.getColumn(3).getDouble(),
+                      {}};
       for (const nlohmann::json& lane : nlohmann::json::parse(sessions.getColumn(4).getString())) {
-        session.lanes.push_back({lane.at("lane"), lane.at("wall_seconds"), lane.at("device_seconds"), lane.at("evaluations")});
+        session.lanes.push_back(
+            {lane.at("lane"), lane.at("wall_seconds"), lane.at("device_seconds"), lane.at("evaluations")});
       }
       for (const nlohmann::json& run : nlohmann::json::parse(sessions.getColumn(5).getString())) {
-        if (const auto at = index.find(run.get<std::int64_t>()); at != index.end()) runs[at->second].sessions.push_back(session);
+        if (const auto at = index.find(run.get<std::int64_t>()); at != index.end())
+          runs[at->second].sessions.push_back(session);
       }
     }
   }
 
   const auto audits = read_audits(db);
-  SQLite::Statement records(db,
-                            "SELECT c.run_id, c.id, c.problem_id, p.level, r.protocol, r.device, r.verdict, r.speedup, "
-                            "r.peak_ratio, r.raises_peak, r.findings, p.number, p.name, c.path, c.sample, "
-                            "json_extract(r.record, '$.verdict_reason'), json_extract(r.record, '$.timing.speedup_ci[0]'), "
-                            "json_extract(r.record, '$.timing.speedup_ci[1]') FROM records r "
-                            "JOIN candidates c ON c.id = r.candidate_id JOIN problems p ON p.id = c.problem_id "
-                            "ORDER BY c.run_id, c.id, r.protocol, r.device");
+  SQLite::Statement records(
+      db,
+      "SELECT c.run_id, c.id, c.problem_id, p.level, r.protocol, r.device, r.verdict, r.speedup, "
+      "r.peak_ratio, r.raises_peak, r.findings, p.number, p.name, c.path, c.sample, "
+      "json_extract(r.record, '$.verdict_reason'), json_extract(r.record, '$.timing.speedup_ci[0]'), "
+      "json_extract(r.record, '$.timing.speedup_ci[1]') FROM records r "
+      "JOIN candidates c ON c.id = r.candidate_id JOIN problems p ON p.id = c.problem_id "
+      "ORDER BY c.run_id, c.id, r.protocol, r.device");
   while (records.executeStep()) {
     Outcome o;
     o.candidate = records.getColumn(1).getInt64();

@@ -36,7 +36,7 @@ bool has_uncured(const Audit& audit);
 struct Outcome {
   std::int64_t candidate = 0;
   std::int64_t problem = 0;
-  std::optional<int> level;  // KernelBench level; none for a problem outside a level{L} folder
+  std::optional<int> level;           // KernelBench level; none for a problem outside a level{L} folder
   std::optional<int> problem_number;  // the leading {id}_ of the problem's file name
   std::string problem_name;           // the file name without id and extension
   std::string path;                   // the candidate's file
@@ -45,8 +45,8 @@ struct Outcome {
   // latest; none when it was never audited there.
   std::optional<Audit> audit;
   std::string protocol, device, verdict;
-  std::string reason;                // why the verdict (the record's verdict_reason; empty for a pass)
-  std::optional<double> speedup;     // baseline time / candidate time
+  std::string reason;             // why the verdict (the record's verdict_reason; empty for a pass)
+  std::optional<double> speedup;  // baseline time / candidate time
   std::optional<double> speedup_ci_low, speedup_ci_high;
   std::optional<double> peak_ratio;  // candidate peak / baseline peak
   std::optional<bool> raises_peak;

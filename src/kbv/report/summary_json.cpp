@@ -20,7 +20,8 @@ json to_json(const Stats& s) {
   for (std::size_t i = 0; i < kFastPThresholds.size(); ++i) fast[threshold_label(kFastPThresholds[i])] = s.fast_p[i];
   json geomean = nullptr;
   if (s.geomean) {
-    geomean = {{"value", s.geomean->value}, {"ci", {s.geomean->ci.low, s.geomean->ci.high}}, {"passing", s.geomean->passing}};
+    geomean = {
+        {"value", s.geomean->value}, {"ci", {s.geomean->ci.low, s.geomean->ci.high}}, {"passing", s.geomean->passing}};
   }
   json findings = json::object();
   for (const auto& [id, count] : s.findings) findings[id] = {{"error", count.error}, {"warning", count.warning}};
@@ -42,14 +43,15 @@ json to_json(const Stats& s) {
 }
 
 json to_json(const ProtocolGap& g) {
-  return {{"level", g.level},
-          {"device", g.device},
-          {"candidates", g.verified.candidates},
-          {"verified", to_json(g.verified)},
-          {"kernelbench", to_json(g.kernelbench)},
-          {"passes_only_kernelbench", g.passes_only_kernelbench},
-          {"passes_only_verified", g.passes_only_verified},
-          {"gap", {{"pass_rate", g.pass_rate_gap}, {"fast_1", g.fast_1_gap}, {"geomean_speedup", or_null(g.geomean_gap)}}}};
+  return {
+      {"level", g.level},
+      {"device", g.device},
+      {"candidates", g.verified.candidates},
+      {"verified", to_json(g.verified)},
+      {"kernelbench", to_json(g.kernelbench)},
+      {"passes_only_kernelbench", g.passes_only_kernelbench},
+      {"passes_only_verified", g.passes_only_verified},
+      {"gap", {{"pass_rate", g.pass_rate_gap}, {"fast_1", g.fast_1_gap}, {"geomean_speedup", or_null(g.geomean_gap)}}}};
 }
 
 json to_json(const ProblemAudits& a) {
@@ -89,20 +91,25 @@ json summary_json(const std::string& store, const std::vector<RunSummary>& runs,
     for (const Unmatched& u : run.unmatched) unmatched.push_back({{"path", u.path}, {"reason", u.reason}});
     json failures = json::array();
     for (const Failure& f : run.failures) {
-      failures.push_back({{"candidate", f.candidate}, {"protocol", f.protocol}, {"device", f.device}, {"message", f.message}});
+      failures.push_back(
+          {{"candidate", f.candidate}, {"protocol", f.protocol}, {"device", f.device}, {"message", f.message}});
     }
     json sessions = json::array();
     for (const Session& s : run.sessions) {
       json lanes = json::array();
       for (const LaneUse& lane : s.lanes) {
-        lanes.push_back({{"lane", lane.lane},
-                         {"evaluations", lane.evaluations},
-                         {"device_seconds", lane.device_seconds},
-                         {"wall_seconds", lane.wall_seconds},
-                         {"busy_share", lane.wall_seconds > 0 ? json(lane.device_seconds / lane.wall_seconds) : json()}});
+        lanes.push_back(
+            {{"lane", lane.lane},
+             {"evaluations", lane.evaluations},
+             {"device_seconds", lane.device_seconds},
+             {"wall_seconds", lane.wall_seconds},
+             {"busy_share", lane.wall_seconds > 0 ? json(lane.device_seconds / lane.wall_seconds) : json()}});
       }
-      sessions.push_back({{"command", s.command}, {"device", s.device}, {"created", s.created},
-                          {"wall_seconds", s.wall_seconds}, {"lanes", lanes}});
+      sessions.push_back({{"command", s.command},
+                          {"device", s.device},
+                          {"created", s.created},
+                          {"wall_seconds", s.wall_seconds},
+                          {"lanes", lanes}});
     }
     out_runs.push_back({{"name", run.name},
                         {"candidate_files", run.candidate_files},
@@ -123,10 +130,11 @@ json summary_json(const std::string& store, const std::vector<RunSummary>& runs,
           {"exclude_uncured", exclude_uncured},
           {"excluded_candidates", excluded},
           {"fast_p_thresholds", thresholds},
-          {"geomean_ci", {{"method", "percentile bootstrap over passing candidates"},
-                          {"confidence", kConfidence},
-                          {"resamples", kBootstrapResamples},
-                          {"seed", kBootstrapSeed}}},
+          {"geomean_ci",
+           {{"method", "percentile bootstrap over passing candidates"},
+            {"confidence", kConfidence},
+            {"resamples", kBootstrapResamples},
+            {"seed", kBootstrapSeed}}},
           {"runs", out_runs}};
 }
 

@@ -47,7 +47,8 @@ std::vector<double> linear_ticks(double low, double high) {
     if (step < raw) step = m * magnitude;
   }
   std::vector<double> ticks;
-  for (double t = std::ceil(low / step) * step; t <= high + step * 1e-9; t += step) ticks.push_back(std::abs(t) < step * 1e-9 ? 0.0 : t);
+  for (double t = std::ceil(low / step) * step; t <= high + step * 1e-9; t += step)
+    ticks.push_back(std::abs(t) < step * 1e-9 ? 0.0 : t);
   return ticks;
 }
 
@@ -67,7 +68,8 @@ std::vector<double> log_ticks(double low, double high) {
 std::vector<std::pair<double, std::string>> ticks_of(const Axis& axis) {
   if (axis.ticks) return *axis.ticks;
   std::vector<std::pair<double, std::string>> ticks;
-  for (double t : axis.log ? log_ticks(axis.low, axis.high) : linear_ticks(axis.low, axis.high)) ticks.emplace_back(t, tick_label(t));
+  for (double t : axis.log ? log_ticks(axis.low, axis.high) : linear_ticks(axis.low, axis.high))
+    ticks.emplace_back(t, tick_label(t));
   return ticks;
 }
 
@@ -139,12 +141,15 @@ std::string SvgChart::axes() const {
       << "\" fill=\"none\" stroke=\"#333\"/>\n";
   for (const auto& [v, label] : ticks_of(x_)) {
     const std::string x = num(px(v));
-    out << "<line x1=\"" << x << "\" x2=\"" << x << "\" y1=\"" << bottom << "\" y2=\"" << bottom + 5 << "\" stroke=\"#333\"/>"
-        << "<text x=\"" << x << "\" y=\"" << bottom + 18 << "\" text-anchor=\"middle\">" << escape_xml(label) << "</text>\n";
+    out << "<line x1=\"" << x << "\" x2=\"" << x << "\" y1=\"" << bottom << "\" y2=\"" << bottom + 5
+        << "\" stroke=\"#333\"/>"
+        << "<text x=\"" << x << "\" y=\"" << bottom + 18 << "\" text-anchor=\"middle\">" << escape_xml(label)
+        << "</text>\n";
   }
   for (const auto& [v, label] : ticks_of(y_)) {
     const std::string y = num(py(v));
-    out << "<line x1=\"" << left_ - 5 << "\" x2=\"" << left_ << "\" y1=\"" << y << "\" y2=\"" << y << "\" stroke=\"#333\"/>"
+    out << "<line x1=\"" << left_ - 5 << "\" x2=\"" << left_ << "\" y1=\"" << y << "\" y2=\"" << y
+        << "\" stroke=\"#333\"/>"
         << "<text x=\"" << left_ - 8 << "\" y=\"" << y << "\" dy=\"0.32em\" text-anchor=\"end\">" << escape_xml(label)
         << "</text>\n";
   }
@@ -158,11 +163,12 @@ std::string SvgChart::axes() const {
 std::string SvgChart::svg() const {
   const int height = kTop + plot_height_ + kBottom + static_cast<int>(legend_.size()) * kLegendLine + 8;
   std::ostringstream out;
-  out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << height << "\" viewBox=\"0 0 "
-      << kWidth << ' ' << height << "\" role=\"img\" aria-label=\"" << escape_xml(title_)
+  out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << height
+      << "\" viewBox=\"0 0 " << kWidth << ' ' << height << "\" role=\"img\" aria-label=\"" << escape_xml(title_)
       << "\" font-family=\"sans-serif\" font-size=\"12\">\n<title>" << escape_xml(title_) << "</title>\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n<text x=\"" << kWidth / 2
-      << "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">" << escape_xml(title_) << "</text>\n"
+      << "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">" << escape_xml(title_)
+      << "</text>\n"
       << axes() << marks_.str();
   int y = kTop + plot_height_ + kBottom + kLegendLine / 2;
   for (const LegendEntry& e : legend_) {

@@ -37,7 +37,7 @@ class SvgChart {
   void marker(double x, double y, const std::string& color, bool filled);
   // A horizontal bar from x0 to x1, centred on y, `height` pixels tall.
   void bar(double x0, double x1, double y, double height, const std::string& color, double opacity);
-  void vertical_rule(double x);    // reference lines, e.g. speedup 1
+  void vertical_rule(double x);  // reference lines, e.g. speedup 1
   void horizontal_rule(double y);
   void note(const std::string& text);  // centred in the plot area
   void legend(LegendEntry entry);

@@ -37,8 +37,12 @@ Table verdicts(const RunSummary& run) {
   t.header.insert(t.header.end(), names.begin(), names.end());
   t.header.insert(t.header.end(), {"pass rate", "problems with a pass"});
   for (const Group& g : run.groups) {
-    std::vector<std::string> row{g.level, g.protocol, g.device, std::to_string(g.stats.candidates),
-                                 std::to_string(g.stats.problems), std::to_string(g.stats.on_uncured)};
+    std::vector<std::string> row{g.level,
+                                 g.protocol,
+                                 g.device,
+                                 std::to_string(g.stats.candidates),
+                                 std::to_string(g.stats.problems),
+                                 std::to_string(g.stats.on_uncured)};
     for (const std::string& verdict : names) {
       const auto count = g.stats.verdicts.find(verdict);
       row.push_back(std::to_string(count == g.stats.verdicts.end() ? 0 : count->second));
@@ -52,7 +56,8 @@ Table verdicts(const RunSummary& run) {
 Table speed(const RunSummary& run) {
   Table t{"Speed",
           "fast_p: share of all candidates that pass with speedup > p (fast_0: pass rate). Geometric mean over passing "
-          "candidates, 95% bootstrap CI. Passing on uncured problems: passes that an uncured defect may have made possible.",
+          "candidates, 95% bootstrap CI. Passing on uncured problems: passes that an uncured defect may have made "
+          "possible.",
           {"level", "protocol", "device"},
           {},
           "no records"};
@@ -68,11 +73,12 @@ Table speed(const RunSummary& run) {
 }
 
 Table memory(const RunSummary& run) {
-  Table t{"Memory",
-          "Passing candidates whose peak memory was measured on both sides; peak ratio = candidate peak / baseline peak.",
-          {"level", "protocol", "device", "passing with peaks", "raise peak", "share raising", "median peak ratio"},
-          {},
-          "no records"};
+  Table t{
+      "Memory",
+      "Passing candidates whose peak memory was measured on both sides; peak ratio = candidate peak / baseline peak.",
+      {"level", "protocol", "device", "passing with peaks", "raise peak", "share raising", "median peak ratio"},
+      {},
+      "no records"};
   for (const Group& g : run.groups) {
     const Stats& s = g.stats;
     t.rows.push_back({g.level, g.protocol, g.device, std::to_string(s.peaks_measured), std::to_string(s.raises_peak),
@@ -83,8 +89,11 @@ Table memory(const RunSummary& run) {
 }
 
 Table findings(const RunSummary& run) {
-  Table t{"Findings", "Candidates (all levels) with each finding, by severity.",
-          {"finding", "protocol", "device", "error", "warning"}, {}, "no findings"};
+  Table t{"Findings",
+          "Candidates (all levels) with each finding, by severity.",
+          {"finding", "protocol", "device", "error", "warning"},
+          {},
+          "no findings"};
   for (const Group& g : run.groups) {
     if (g.level != kAllLevels) continue;
     for (const auto& [id, count] : g.stats.findings) {
@@ -95,12 +104,13 @@ Table findings(const RunSummary& run) {
 }
 
 Table protocol_gap(const RunSummary& run) {
-  Table t{"verified vs kernelbench",
-          "Candidates with a record under both protocols; gap = kernelbench minus verified.",
-          {"level", "device", "candidates", "pass rate verified", "kernelbench", "gap", "fast_1 verified", "kernelbench",
-           "gap", "geomean verified", "kernelbench", "gap", "pass only under kernelbench", "pass only under verified"},
-          {},
-          "no candidate has records under both protocols"};
+  Table t{
+      "verified vs kernelbench",
+      "Candidates with a record under both protocols; gap = kernelbench minus verified.",
+      {"level", "device", "candidates", "pass rate verified", "kernelbench", "gap", "fast_1 verified", "kernelbench",
+       "gap", "geomean verified", "kernelbench", "gap", "pass only under kernelbench", "pass only under verified"},
+      {},
+      "no candidate has records under both protocols"};
   for (const ProtocolGap& g : run.gaps) {
     t.rows.push_back({g.level, g.device, std::to_string(g.verified.candidates), percent(g.verified.pass_rate),
                       percent(g.kernelbench.pass_rate), percent_points(g.pass_rate_gap), fast_1_cell(g.verified),
@@ -142,20 +152,24 @@ Table unmatched(const RunSummary& run) {
 }
 
 Table failures(const RunSummary& run) {
-  Table t{"Failed evaluations", "Evaluations that could not be carried out and have no record (a rerun retries them).",
-          {"candidate", "protocol", "device", "message"}, {}, "none"};
+  Table t{"Failed evaluations",
+          "Evaluations that could not be carried out and have no record (a rerun retries them).",
+          {"candidate", "protocol", "device", "message"},
+          {},
+          "none"};
   for (const Failure& f : run.failures) t.rows.push_back({f.candidate, f.protocol, f.device, f.message});
   return t;
 }
 
 Table lanes(const RunSummary& run) {
-  Table t{"Device busy share",
-          "Per kbv run or kbv serve that wrote this run's records, each lane's seconds in stages that run on the device "
-          "(a GPU, or the CPU where it is the evaluating device) over its wall (a service's wall is its uptime): what "
-          "host-side work and idle time left the device.",
-          {"when", "command", "device", "lane", "evaluations", "busy share", "device s", "wall s"},
-          {},
-          "none kept: no kbv run or kbv serve that wrote records of it has finished since kbv keeps them"};
+  Table t{
+      "Device busy share",
+      "Per kbv run or kbv serve that wrote this run's records, each lane's seconds in stages that run on the device "
+      "(a GPU, or the CPU where it is the evaluating device) over its wall (a service's wall is its uptime): what "
+      "host-side work and idle time left the device.",
+      {"when", "command", "device", "lane", "evaluations", "busy share", "device s", "wall s"},
+      {},
+      "none kept: no kbv run or kbv serve that wrote records of it has finished since kbv keeps them"};
   for (const Session& s : run.sessions) {
     for (const LaneUse& lane : s.lanes) {
       t.rows.push_back({s.created, s.command, s.device, lane.lane, std::to_string(lane.evaluations),
@@ -173,11 +187,12 @@ std::string run_overview(const RunSummary& run) {
   for (const Group& g : run.groups) {
     if (g.level == kAllLevels) records += static_cast<std::size_t>(g.stats.candidates);
   }
-  std::string overview = std::to_string(run.candidate_files) + " candidate files, " + std::to_string(run.unmatched.size()) +
-                         " unmatched, " + std::to_string(records) + " records, " + std::to_string(run.failures.size()) +
-                         " failed evaluations.";
+  std::string overview = std::to_string(run.candidate_files) + " candidate files, " +
+                         std::to_string(run.unmatched.size()) + " unmatched, " + std::to_string(records) +
+                         " records, " + std::to_string(run.failures.size()) + " failed evaluations.";
   if (run.audits.uncured_candidates > 0) {
-    overview += " " + std::to_string(run.audits.uncured_candidates) + " candidates on problems with an uncured defect, " +
+    overview += " " + std::to_string(run.audits.uncured_candidates) +
+                " candidates on problems with an uncured defect, " +
                 (run.excluded_candidates > 0 ? "left out of every number." : "counted in every number.");
   }
   return overview;
@@ -200,8 +215,8 @@ std::string uncured_note(const std::vector<RunSummary>& runs, bool exclude_uncur
 }
 
 std::vector<Table> run_tables(const RunSummary& run) {
-  return {problem_audit(run), verdicts(run), speed(run), memory(run), findings(run), protocol_gap(run), unmatched(run),
-          failures(run), lanes(run)};
+  return {problem_audit(run), verdicts(run),  speed(run),    memory(run), findings(run),
+          protocol_gap(run),  unmatched(run), failures(run), lanes(run)};
 }
 
 }  // namespace kbv::report

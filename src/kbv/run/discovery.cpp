@@ -6,8 +6,8 @@
 #include <map>
 #include <optional>
 #include <regex>
-#include <tuple>
 #include <stdexcept>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -30,7 +30,9 @@ std::optional<int> level_of(const fs::path& folder) {
 }
 
 // A folder's `.py` files are problems but for a package's `__init__.py` and private modules (`_x.py`).
-bool problem_file(const fs::path& path) { return path.extension() == ".py" && !path.filename().string().starts_with("_"); }
+bool problem_file(const fs::path& path) {
+  return path.extension() == ".py" && !path.filename().string().starts_with("_");
+}
 
 // A candidate's content key, or why it cannot be used.
 std::optional<std::string> readable(const fs::path& path, std::string& reason) {
@@ -108,7 +110,8 @@ std::vector<store::ProblemInfo> find_problems(const std::string& problems) {
   return found;
 }
 
-Discovery discover_samples(const std::string& problems_root, const std::string& samples_dir, const std::string& run_name) {
+Discovery discover_samples(const std::string& problems_root, const std::string& samples_dir,
+                           const std::string& run_name) {
   if (!fs::is_directory(samples_dir)) throw InputError("--samples: no such folder: " + samples_dir);
   std::map<std::pair<int, int>, store::ProblemInfo> by_id;  // (level, id)
   for (store::ProblemInfo& p : find_problems(problems_root)) {
@@ -128,8 +131,9 @@ Discovery discover_samples(const std::string& problems_root, const std::string& 
     auto problem = by_id.find({level, id});
     if (problem == by_id.end()) problem = by_id.find({0, id});  // --problems named one level's folder of files
     if (problem == by_id.end()) {
-      found.unmatched.push_back({run_name, path, "no problem " + std::to_string(id) + " of level " + std::to_string(level) +
-                                                     " under " + problems_root});
+      found.unmatched.push_back(
+          {run_name, path,
+           "no problem " + std::to_string(id) + " of level " + std::to_string(level) + " under " + problems_root});
       continue;
     }
     std::string reason;
@@ -152,7 +156,8 @@ Discovery read_manifest(const std::string& manifest_path, const std::string& run
   const char separator = fs::path(manifest_path).extension() == ".tsv" ? '\t' : ',';
   std::vector<std::string> header;
   Discovery found;
-  std::map<std::tuple<std::string, std::string, std::string>, std::string> listed;  // (run, candidate, device) -> its row
+  std::map<std::tuple<std::string, std::string, std::string>, std::string>
+      listed;  // (run, candidate, device) -> its row
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -189,7 +194,8 @@ Discovery read_manifest(const std::string& manifest_path, const std::string& run
     const fs::path candidate_path = (base / row["candidate"]).lexically_normal();
     std::string reason;
     if (!fs::is_regular_file(problem_path)) {
-      found.unmatched.push_back({run, candidate_path.string(), "no problem file " + problem_path.string() + " (" + where + ")"});
+      found.unmatched.push_back(
+          {run, candidate_path.string(), "no problem file " + problem_path.string() + " (" + where + ")"});
       continue;
     }
     const auto key = readable(candidate_path, reason);
@@ -206,7 +212,8 @@ Discovery read_manifest(const std::string& manifest_path, const std::string& run
     // evaluated again and refused by the store.
     const auto [first, added] = listed.emplace(std::make_tuple(run, candidate_path.string(), row["device"]), where);
     if (!added) {
-      found.unmatched.push_back({run, candidate_path.string(), "listed again (" + where + "; first at " + first->second + ")"});
+      found.unmatched.push_back(
+          {run, candidate_path.string(), "listed again (" + where + "; first at " + first->second + ")"});
       continue;
     }
     std::optional<int> sample;

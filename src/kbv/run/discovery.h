@@ -46,7 +46,8 @@ store::ProblemInfo problem_info(const std::string& path);
 std::vector<store::ProblemInfo> find_problems(const std::string& problems);
 
 // The `.py` files under `samples_dir` (recursively) matched to their problems by name.
-Discovery discover_samples(const std::string& problems_root, const std::string& samples_dir, const std::string& run_name);
+Discovery discover_samples(const std::string& problems_root, const std::string& samples_dir,
+                           const std::string& run_name);
 
 // A manifest: CSV with a header naming `problem` and `candidate` (and optionally `run`), or JSON
 // Lines with those keys. Relative paths are taken from the manifest's folder; `run_name` names the

@@ -25,7 +25,8 @@ Progress::Progress(size_t evaluations, size_t compiles, bool terminal, std::FILE
 std::string Progress::eta() const {
   if (evaluated_ < 2) return "ETA --";
   const double since_first = std::chrono::duration<double>(clock_() - first_evaluated_).count();
-  return "ETA " + duration(since_first / static_cast<double>(evaluated_ - 1) * static_cast<double>(evaluations_ - evaluated_));
+  return "ETA " +
+         duration(since_first / static_cast<double>(evaluated_ - 1) * static_cast<double>(evaluations_ - evaluated_));
 }
 
 void Progress::compiled(const std::string& candidate, const std::string& outcome, double seconds) {
@@ -34,7 +35,8 @@ void Progress::compiled(const std::string& candidate, const std::string& outcome
   if (terminal_) {
     redraw();
   } else {
-    std::fprintf(out_, "kbv: built [%zu/%zu] %s %.1fs %s\n", compiled_, compiles_, outcome.c_str(), seconds, candidate.c_str());
+    std::fprintf(out_, "kbv: built [%zu/%zu] %s %.1fs %s\n", compiled_, compiles_, outcome.c_str(), seconds,
+                 candidate.c_str());
     std::fflush(out_);
   }
 }

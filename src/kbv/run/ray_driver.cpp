@@ -21,8 +21,17 @@ void evaluate_on_ray(const RayLaunch& launch, const std::vector<RayRequest>& req
     for (const RayRequest& r : requests) out << nlohmann::json{{"key", r.key}, {"request", r.body}}.dump() << "\n";
     if (!out.flush()) throw std::runtime_error("cannot write " + file);
   }
-  std::vector<std::string> args = {launch.python, "-m", "kbv_client.ray_run", "--address", launch.address, "--binary",
-                                   launch.binary, "--requests", file, "--gpus-per-node", std::to_string(launch.gpus_per_node)};
+  std::vector<std::string> args = {launch.python,
+                                   "-m",
+                                   "kbv_client.ray_run",
+                                   "--address",
+                                   launch.address,
+                                   "--binary",
+                                   launch.binary,
+                                   "--requests",
+                                   file,
+                                   "--gpus-per-node",
+                                   std::to_string(launch.gpus_per_node)};
   for (const std::string& a : launch.serve_args) args.insert(args.end(), {"--serve-arg=" + a});
   int out[2];
   if (pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
@@ -64,7 +73,7 @@ void evaluate_on_ray(const RayLaunch& launch, const std::vector<RayRequest>& req
   if (failure) std::rethrow_exception(failure);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     throw RayDriverFailed("the Ray driver (" + launch.python + " -m kbv_client.ray_run) ended with status " +
-                             std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)));
+                          std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)));
   }
 }
 

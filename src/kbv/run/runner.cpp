@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <fstream>
-#include <cstdio>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -68,7 +68,8 @@ using Key = std::pair<std::string, std::string>;  // (problem path, protocol)
 // one lane per GPU taking whole groups; the totals and the store's session.
 class Runner {
  public:
-  Runner(const RunRequest& request, store::Store& store) : request_(request), store_(store), filer_(store, request.device) {}
+  Runner(const RunRequest& request, store::Store& store)
+      : request_(request), store_(store), filer_(store, request.device) {}
   RunTotals run();
 
  private:
@@ -214,7 +215,8 @@ void Runner::build_ahead() {
   compile.cancelled = [this] { return stop_building_.load(); };
   compile.done = [this](const eval::CompileResult& result) {
     std::lock_guard lock(build_mutex_);
-    for (const std::int64_t id : candidate_ids_[result.candidate]) store_.compiled(id, request_.device, result.outcome, result.seconds);
+    for (const std::int64_t id : candidate_ids_[result.candidate])
+      store_.compiled(id, request_.device, result.outcome, result.seconds);
     totals_.build_seconds += result.seconds;
     progress_->compiled(result.candidate, result.outcome, result.seconds);
     // A build its source makes later with arguments that exist only at run time: built in the lane.
@@ -229,7 +231,8 @@ void Runner::build_ahead() {
     try {
       eval::compile_candidates(compile);
     } catch (const std::exception& error) {
-      progress_->note(std::string("kbv: building ahead stopped: ") + error.what() + " (candidates build when evaluated)");
+      progress_->note(std::string("kbv: building ahead stopped: ") + error.what() +
+                      " (candidates build when evaluated)");
     }
     std::lock_guard lock(build_mutex_);  // no lane waits for a build that will not come
     for (auto& [path, promise] : building_) {
@@ -247,9 +250,10 @@ std::optional<Key> Runner::claim() {
   std::lock_guard lock(mutex_);
   if (unclaimed_ == 0 || no_device_) return std::nullopt;
   const auto is_built = [&](size_t g) {
-    return std::all_of(groups_.at(order_[g]).pending.begin(), groups_.at(order_[g]).pending.end(), [&](const Pending& p) {
-      return built_.at(p.job->candidate.path).wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-    });
+    return std::all_of(
+        groups_.at(order_[g]).pending.begin(), groups_.at(order_[g]).pending.end(), [&](const Pending& p) {
+          return built_.at(p.job->candidate.path).wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+        });
   };
   size_t pick = order_.size();
   for (size_t g = 0; g < order_.size(); ++g) {
@@ -313,7 +317,8 @@ void Runner::count(const Pending& p, const lane::Outcome& outcome, const std::st
     if (outcome.failure.empty()) {
       ++totals_.evaluated;
       ++totals_.verdicts[outcome.record.value("verdict", std::string("?"))];
-      for (const auto& [stage, seconds] : outcome.record["stage_seconds"].items()) totals_.stage_seconds[stage] += seconds.get<double>();
+      for (const auto& [stage, seconds] : outcome.record["stage_seconds"].items())
+        totals_.stage_seconds[stage] += seconds.get<double>();
     } else {
       ++totals_.failed;
     }
@@ -321,12 +326,14 @@ void Runner::count(const Pending& p, const lane::Outcome& outcome, const std::st
   if (outcome.failure.empty()) {
     progress_->evaluated(outcome.record.value("verdict", std::string("?")), describe(p, outcome.record) + where);
   } else {
-    progress_->evaluated("failed", "failed  " + p.protocol + "  " + p.job->candidate.path + ": " + outcome.failure.substr(0, 300));
+    progress_->evaluated(
+        "failed", "failed  " + p.protocol + "  " + p.job->candidate.path + ": " + outcome.failure.substr(0, 300));
   }
 }
 
 lane::Item item_of(const Pending& p) {
-  return {p.job->problem.path, p.job->problem.content_key, p.job->candidate.path, p.protocol, p.problem_id, p.candidate_id};
+  return {p.job->problem.path, p.job->problem.content_key, p.job->candidate.path, p.protocol, p.problem_id,
+          p.candidate_id};
 }
 
 // Whole groups, one after another: the lane keeps a group's reference side for all of its
@@ -370,8 +377,8 @@ void Runner::lane(const std::string& gpu) {
   evaluate_groups(mine);
   const lane::LaneUse use = mine.use();
   std::lock_guard lock(mutex_);
-  totals_.lanes[gpu.empty() ? "cpu" : gpu] = {std::chrono::duration<double>(Clock::now() - begun).count(), use.device_seconds,
-                                              use.evaluations};
+  totals_.lanes[gpu.empty() ? "cpu" : gpu] = {std::chrono::duration<double>(Clock::now() - begun).count(),
+                                              use.device_seconds, use.evaluations};
 }
 
 RunTotals Runner::run() {
@@ -379,7 +386,8 @@ RunTotals Runner::run() {
   size_t evaluations = 0;
   for (const auto& [key, group] : groups_) evaluations += group.pending.size();
   progress_.emplace(evaluations, request_.ray ? 0 : to_build_.size(), request_.terminal);
-  if (totals_.already) progress_->note("kbv: " + std::to_string(totals_.already) + " records already in the store, not redone");
+  if (totals_.already)
+    progress_->note("kbv: " + std::to_string(totals_.already) + " records already in the store, not redone");
   if (request_.ray) {
     const json lanes = run_on_ray();
     progress_->finish();
@@ -399,7 +407,9 @@ RunTotals Runner::run() {
   if (no_device_) std::rethrow_exception(no_device_);
   json lane_use = json::array();
   for (const auto& [name, lane] : totals_.lanes) {
-    lane_use.push_back({{"lane", name}, {"wall_seconds", lane.wall_seconds}, {"device_seconds", lane.device_seconds},
+    lane_use.push_back({{"lane", name},
+                        {"wall_seconds", lane.wall_seconds},
+                        {"device_seconds", lane.device_seconds},
                         {"evaluations", lane.evaluations}});
   }
   keep_session(lane_use);

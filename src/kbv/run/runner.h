@@ -34,10 +34,10 @@ struct RunRequest {
 };
 
 struct RunTotals {
-  size_t evaluated = 0;     // records written now
-  size_t already = 0;       // records found in the store, not redone
-  size_t failed = 0;        // evaluations that could not be carried out (in `failures`)
-  size_t other_device = 0;  // manifest rows for another device, left out
+  size_t evaluated = 0;             // records written now
+  size_t already = 0;               // records found in the store, not redone
+  size_t failed = 0;                // evaluations that could not be carried out (in `failures`)
+  size_t other_device = 0;          // manifest rows for another device, left out
   size_t audited = 0, uncured = 0;  // problems audited now, and those with a defect verified does not cure
   std::map<std::string, size_t> verdicts;
   std::map<std::string, double> stage_seconds;  // summed over the records written now

@@ -77,8 +77,8 @@ std::string copy_file(int from, int to, const std::string& name, const struct st
     }
   }
   const timespec times[2] = {facts.st_atim, facts.st_mtim};
-  if (fchown(out.get(), owner.uid, owner.gid) == -1 || fchmod(out.get(), owner.mode(facts.st_mode & 07777, false)) == -1 ||
-      futimens(out.get(), times) == -1) {
+  if (fchown(out.get(), owner.uid, owner.gid) == -1 ||
+      fchmod(out.get(), owner.mode(facts.st_mode & 07777, false)) == -1 || futimens(out.get(), times) == -1) {
     fail("cannot set the owner, mode or times of", path);
   }
   return digest.hex();
@@ -101,7 +101,8 @@ void copy_tree(int from, int to, const std::string& prefix, int depth, bool stri
       const UniqueFd target(openat(to, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!source || !target) fail("cannot open", path);
       copy_tree(source.get(), target.get(), path, depth + 1, strict, owner, digests);
-      if (fchown(target.get(), owner.uid, owner.gid) == -1 || fchmod(target.get(), owner.mode(facts.st_mode & 07777, true)) == -1) {
+      if (fchown(target.get(), owner.uid, owner.gid) == -1 ||
+          fchmod(target.get(), owner.mode(facts.st_mode & 07777, true)) == -1) {
         fail("cannot set the owner or mode of", path);
       }
     } else if (strict) {

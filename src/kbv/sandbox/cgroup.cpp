@@ -4,12 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <csignal>
-#include <cstdlib>
-#include <filesystem>
 #include <atomic>
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -142,14 +142,16 @@ std::unique_ptr<Cgroup> Cgroup::create(const Limits& limits, std::string& why_no
   // v2: memory and pids handed to this cgroup's children.
   if (points.count("") && paths.count("")) {
     std::string own = paths.at("");
-    if (own.size() > kLeaf.size() && own.compare(own.size() - kLeaf.size(), kLeaf.size(), kLeaf) == 0) own.resize(own.size() - kLeaf.size());
+    if (own.size() > kLeaf.size() && own.compare(own.size() - kLeaf.size(), kLeaf.size(), kLeaf) == 0)
+      own.resize(own.size() - kLeaf.size());
     const std::string parent = points.at("") + (own == "/" ? "" : own);
     if (hand_to_children(points.at(""), parent)) {
       const std::string dir = parent + "/" + name;
       if (make_beside_leftovers(dir)) {
         std::unique_ptr<Cgroup> made(new Cgroup({dir}, true, dir));  // cpu.stat is in every v2 cgroup
         // No swap to step around the limit with, where the kernel accounts for swap at all.
-        const bool swap = access((dir + "/memory.swap.max").c_str(), W_OK) != 0 || write_file(dir + "/memory.swap.max", "0");
+        const bool swap =
+            access((dir + "/memory.swap.max").c_str(), W_OK) != 0 || write_file(dir + "/memory.swap.max", "0");
         if (swap && write_file(dir + "/memory.max", limit_text(limits.memory_bytes)) &&
             write_file(dir + "/memory.oom.group", "1") && write_file(dir + "/pids.max", limit_text(limits.processes))) {
           return made;
@@ -178,7 +180,8 @@ std::unique_ptr<Cgroup> Cgroup::create(const Limits& limits, std::string& why_no
         if (const std::string dir = v1_dir("cpuacct"); make_beside_leftovers(dir)) dirs.push_back(cpu = dir);
       }
       std::unique_ptr<Cgroup> made(new Cgroup(dirs, false, cpu));
-      const bool set = write_file(dirs[0] + "/memory.limit_in_bytes", limits.memory_bytes ? std::to_string(limits.memory_bytes) : "-1") &&
+      const bool set = write_file(dirs[0] + "/memory.limit_in_bytes",
+                                  limits.memory_bytes ? std::to_string(limits.memory_bytes) : "-1") &&
                        write_file(dirs[1] + "/pids.max", limit_text(limits.processes));
       // With swap accounting, swap counts too (where there is none the file is missing).
       if (set && access((dirs[0] + "/memory.memsw.limit_in_bytes").c_str(), W_OK) == 0 && limits.memory_bytes) {
@@ -190,9 +193,10 @@ std::unique_ptr<Cgroup> Cgroup::create(const Limits& limits, std::string& why_no
     }
     for (const std::string& dir : dirs) rmdir(dir.c_str());
   }
-  why_not = "no cgroup with the memory and pids controllers can be made under kbv's own (v2: they cannot be "
-            "handed to its children; v1: no such hierarchies); start kbv in a cgroup delegated to it "
-            "(e.g. systemd-run --scope -p Delegate=yes kbv ...)";
+  why_not =
+      "no cgroup with the memory and pids controllers can be made under kbv's own (v2: they cannot be "
+      "handed to its children; v1: no such hierarchies); start kbv in a cgroup delegated to it "
+      "(e.g. systemd-run --scope -p Delegate=yes kbv ...)";
   return nullptr;
 }
 
@@ -208,7 +212,8 @@ Cgroup::~Cgroup() {
 void Cgroup::add(pid_t pid) const {
   for (const std::string& dir : dirs_) {
     if (!write_file(dir + "/cgroup.procs", std::to_string(pid))) {
-      throw std::system_error(errno, std::generic_category(), "cannot move process " + std::to_string(pid) + " into " + dir);
+      throw std::system_error(errno, std::generic_category(),
+                              "cannot move process " + std::to_string(pid) + " into " + dir);
     }
   }
 }

@@ -38,7 +38,8 @@ class Cgroup {
   const char* version() const { return v2_ ? "v2" : "v1"; }
 
  private:
-  Cgroup(std::vector<std::string> dirs, bool v2, std::string cpu_dir) : dirs_(std::move(dirs)), v2_(v2), cpu_dir_(std::move(cpu_dir)) {}
+  Cgroup(std::vector<std::string> dirs, bool v2, std::string cpu_dir)
+      : dirs_(std::move(dirs)), v2_(v2), cpu_dir_(std::move(cpu_dir)) {}
   std::vector<std::string> dirs_;  // v2: one; v1: its memory and pids cgroups, and its cpuacct one if made
   bool v2_;
   std::string cpu_dir_;  // where its CPU time is read ("" where it is not)

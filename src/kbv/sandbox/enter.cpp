@@ -78,7 +78,8 @@ void enter(const Spec& spec) {
   for (const char* name : kUserNameVariables) check(setenv(name, kUserName, 1), "setenv");
   apply_limits(spec.limits);
   // Where the machine runs short all the same, the kernel's OOM killer takes the sandbox first.
-  if (!(std::ofstream("/proc/self/oom_score_adj") << "1000")) throw std::runtime_error("sandbox: cannot set oom_score_adj");
+  if (!(std::ofstream("/proc/self/oom_score_adj") << "1000"))
+    throw std::runtime_error("sandbox: cannot set oom_score_adj");
   drop_privileges(uid, gid);
   umask(022);
   check(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS");

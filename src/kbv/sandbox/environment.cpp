@@ -15,13 +15,31 @@ extern char** environ;
 namespace kbv::sandbox {
 namespace {
 
-constexpr std::string_view kNames[] = {
-    "PATH",     "HOME",   "USER",   "LOGNAME",  "LANG",     "LANGUAGE", "TZ",       "TERM",      "TMPDIR",
-    "SHELL",    "LD_LIBRARY_PATH",  "VIRTUAL_ENV",          "CC",       "CXX",      "CPP",       "CFLAGS",
-    "CXXFLAGS", "CPPFLAGS",         "LDFLAGS",  "MAX_JOBS", "NVCC_PREPEND_FLAGS",   "NVCC_APPEND_FLAGS"};
-constexpr std::string_view kPrefixes[] = {"LC_",  "PYTHON", "CUDA_", "NVIDIA_", "TORCH_",  "PYTORCH_", "TRITON_", "OMP_",
-                                          "KMP_", "GOMP_",  "MKL_",  "OPENBLAS_", "CUBLAS", "CUDNN_",  "NCCL_",   "CCACHE_",
-                                          "KBV_"};
+constexpr std::string_view kNames[] = {"PATH",
+                                       "HOME",
+                                       "USER",
+                                       "LOGNAME",
+                                       "LANG",
+                                       "LANGUAGE",
+                                       "TZ",
+                                       "TERM",
+                                       "TMPDIR",
+                                       "SHELL",
+                                       "LD_LIBRARY_PATH",
+                                       "VIRTUAL_ENV",
+                                       "CC",
+                                       "CXX",
+                                       "CPP",
+                                       "CFLAGS",
+                                       "CXXFLAGS",
+                                       "CPPFLAGS",
+                                       "LDFLAGS",
+                                       "MAX_JOBS",
+                                       "NVCC_PREPEND_FLAGS",
+                                       "NVCC_APPEND_FLAGS"};
+constexpr std::string_view kPrefixes[] = {"LC_",     "PYTHON", "CUDA_", "NVIDIA_", "TORCH_", "PYTORCH_",
+                                          "TRITON_", "OMP_",   "KMP_",  "GOMP_",   "MKL_",   "OPENBLAS_",
+                                          "CUBLAS",  "CUDNN_", "NCCL_", "CCACHE_", "KBV_"};
 
 // The block of environment strings the process started with, as the kernel has it.
 std::pair<char*, char*> started_block() {

@@ -9,7 +9,8 @@ namespace {
 
 // Out of memory in torch's words, the host's or the GPU's ("CUDA out of memory").
 const std::regex& memory_words() {
-  static const std::regex words(R"(MemoryError|can't allocate memory|Cannot allocate memory|std::bad_alloc|out of memory)");
+  static const std::regex words(
+      R"(MemoryError|can't allocate memory|Cannot allocate memory|std::bad_alloc|out of memory)");
   return words;
 }
 
@@ -32,9 +33,12 @@ std::string gib(std::uint64_t bytes) {
 std::string explain_exit(bool signaled, int code, double cpu_seconds, const Limits& limits) {
   if (!signaled) return "";
   if (code == SIGSYS) return "the sandbox refused a system call that no kernel needs (docs/SECURITY.md lists them)";
-  if (code == SIGXFSZ && limits.file_bytes > 0) return "a file reached the sandbox's file-size limit of " + gib(limits.file_bytes) + " (--limit file=)";
-  if ((code == SIGXCPU || code == SIGKILL) && limits.cpu_seconds > 0 && cpu_seconds + 1 >= static_cast<double>(limits.cpu_seconds)) {
-    return "the process reached the sandbox's CPU-time limit of " + std::to_string(limits.cpu_seconds) + " s (--limit cpu=)";
+  if (code == SIGXFSZ && limits.file_bytes > 0)
+    return "a file reached the sandbox's file-size limit of " + gib(limits.file_bytes) + " (--limit file=)";
+  if ((code == SIGXCPU || code == SIGKILL) && limits.cpu_seconds > 0 &&
+      cpu_seconds + 1 >= static_cast<double>(limits.cpu_seconds)) {
+    return "the process reached the sandbox's CPU-time limit of " + std::to_string(limits.cpu_seconds) +
+           " s (--limit cpu=)";
   }
   return "";
 }

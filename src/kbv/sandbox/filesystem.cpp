@@ -27,7 +27,8 @@ using ipc::UniqueFd;
 }
 
 bool under(const std::string& path, const std::string& dir) {
-  return dir == "/" || path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/');
+  return dir == "/" || path == dir ||
+         (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/');
 }
 
 std::optional<bool> is_directory(const std::string& path) {
@@ -36,7 +37,9 @@ std::optional<bool> is_directory(const std::string& path) {
   return S_ISDIR(facts.st_mode);
 }
 
-std::size_t depth(const std::string& path) { return static_cast<std::size_t>(std::count(path.begin(), path.end(), '/')); }
+std::size_t depth(const std::string& path) {
+  return static_cast<std::size_t>(std::count(path.begin(), path.end(), '/'));
+}
 
 void make_directories(const std::string& path, mode_t mode) {
   for (std::size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
@@ -61,7 +64,8 @@ void make_mount_point(const std::string& path, bool directory) {
 void set_attributes(int dirfd, const std::string& path, std::uint64_t set, unsigned flags) {
   mount_attr attributes{};
   attributes.attr_set = set;
-  if (mount_setattr(dirfd, path.c_str(), flags, &attributes, sizeof attributes) == -1) fail("cannot set mount attributes of", path);
+  if (mount_setattr(dirfd, path.c_str(), flags, &attributes, sizeof attributes) == -1)
+    fail("cannot set mount attributes of", path);
 }
 
 // A detached copy of the mounts at `path` (all beneath it too) with `attributes` set.
@@ -77,7 +81,8 @@ void attach(const UniqueFd& tree, const std::string& path) {
 }
 
 void mount_tmpfs(const std::string& path, const std::string& options) {
-  if (mount("tmpfs", path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) == -1) fail("cannot mount a tmpfs at", path);
+  if (mount("tmpfs", path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) == -1)
+    fail("cannot mount a tmpfs at", path);
 }
 
 // One step of the view, applied in order of depth so that a deeper step lands on what a shallower
@@ -85,21 +90,24 @@ void mount_tmpfs(const std::string& path, const std::string& options) {
 struct Step {
   enum Kind { scratch, home, scratch_alias, hide, show } kind;
   std::string path;
-  std::string source;        // scratch_alias: its folder in the scratch
-  UniqueFd tree;             // show: the detached copy
+  std::string source;  // scratch_alias: its folder in the scratch
+  UniqueFd tree;       // show: the detached copy
   bool directory = true;
 };
 
 constexpr const char* kScratch = "/tmp";
 constexpr const char* kScratchHome = "/tmp/.kbv-home";
-constexpr std::pair<const char*, const char*> kScratchAliases[] = {{"/var/tmp", "/tmp/.kbv-tmp"}, {"/dev/shm", "/tmp/.kbv-shm"}};
+constexpr std::pair<const char*, const char*> kScratchAliases[] = {{"/var/tmp", "/tmp/.kbv-tmp"},
+                                                                   {"/dev/shm", "/tmp/.kbv-shm"}};
 // Where the new root is put together before it becomes "/": a mount point every system has. Its
 // own contents are out of sight by then (the copies shown from under it were taken before).
 constexpr const char* kAssembly = "/tmp";
 
 // The devices (usable: /dev/nvidia*) and the kernel's view of the hardware, which CUDA and torch read.
 UniqueFd device_tree() { return clone_tree("/dev", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID); }
-UniqueFd hardware_tree() { return clone_tree("/sys", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC); }
+UniqueFd hardware_tree() {
+  return clone_tree("/sys", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+}
 
 }  // namespace
 
@@ -111,7 +119,8 @@ void build_view(const Spec& spec, uid_t uid, gid_t gid) {
   // Every copy taken from the caller's view before the new root covers kAssembly.
   std::vector<Step> steps;
   steps.push_back({Step::scratch, kScratch, "", {}, true});
-  if (!spec.home.empty() && spec.home != "/" && !under(spec.home, kScratch) && is_directory(spec.home).value_or(false)) {
+  if (!spec.home.empty() && spec.home != "/" && !under(spec.home, kScratch) &&
+      is_directory(spec.home).value_or(false)) {
     steps.push_back({Step::home, spec.home, kScratchHome, {}, true});
   }
   for (const auto& [alias, source] : kScratchAliases) steps.push_back({Step::scratch_alias, alias, source, {}, true});
@@ -125,7 +134,8 @@ void build_view(const Spec& spec, uid_t uid, gid_t gid) {
   }
   for (const std::string& path : spec.readable) {
     if (const auto directory = is_directory(path)) {
-      steps.push_back({Step::show, path, "", clone_tree(path, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV), *directory});
+      steps.push_back({Step::show, path, "", clone_tree(path, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV),
+                       *directory});
     }
   }
   std::stable_sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) {
@@ -141,7 +151,8 @@ void build_view(const Spec& spec, uid_t uid, gid_t gid) {
     switch (step.kind) {
       case Step::scratch:
         make_directories(at, 0755);
-        mount_tmpfs(at, "mode=1777,size=" + std::to_string(spec.limits.scratch_bytes ? spec.limits.scratch_bytes : 1ull << 40));
+        mount_tmpfs(
+            at, "mode=1777,size=" + std::to_string(spec.limits.scratch_bytes ? spec.limits.scratch_bytes : 1ull << 40));
         if (mkdir((root + kScratchHome).c_str(), 0700) == -1 || chown((root + kScratchHome).c_str(), uid, gid) == -1) {
           fail("cannot create", kScratchHome);
         }
@@ -153,7 +164,9 @@ void build_view(const Spec& spec, uid_t uid, gid_t gid) {
       case Step::home:
       case Step::scratch_alias:
         make_mount_point(at, true);
-        attach(clone_tree(root + (step.kind == Step::home ? kScratchHome : step.source), MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV), at);
+        attach(clone_tree(root + (step.kind == Step::home ? kScratchHome : step.source),
+                          MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV),
+               at);
         break;
       case Step::hide:
         if (!is_directory(at)) break;  // not in the view: inside no folder shown, or in one hidden before it

@@ -65,9 +65,11 @@ const std::vector<Refusal>& refused_calls() {
       {"adjtimex", true, "changes the clock kbv reads"},
       {"sethostname", true, "renames the machine"},
       {"setdomainname", true, "renames the machine"},
-      {"perf_event_open", false, "reads hardware counters and other processes' events; the profiler kbv uses does not need it"},
+      {"perf_event_open", false,
+       "reads hardware counters and other processes' events; the profiler kbv uses does not need it"},
       {"io_uring_setup", false, "does file and socket work that no filter sees"},
-      {"clone3", false, "makes processes with flags the filter cannot read: glibc falls back to clone, whose flags it can"},
+      {"clone3", false,
+       "makes processes with flags the filter cannot read: glibc falls back to clone, whose flags it can"},
   };
   return calls;
 }
@@ -100,15 +102,16 @@ void install_seccomp_filter() {
   for (const Refusal& refusal : refused_calls()) {
     const int call = seccomp_syscall_resolve_name(refusal.call);
     if (call == __NR_SCMP_ERROR) continue;  // not on this architecture
-    const std::uint32_t action = refusal.kills                          ? SCMP_ACT_KILL_PROCESS
+    const std::uint32_t action = refusal.kills                              ? SCMP_ACT_KILL_PROCESS
                                  : std::strcmp(refusal.call, "clone3") == 0 ? SCMP_ACT_ERRNO(ENOSYS)
                                                                             : SCMP_ACT_ERRNO(EPERM);
     check(seccomp_rule_add(context.get(), action, call, 0), refusal.call);
   }
   // clone that makes a namespace: the same as unshare.
-  for (const std::uint64_t flag : {CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS,
-                                   CLONE_NEWCGROUP}) {
-    check(seccomp_rule_add(context.get(), SCMP_ACT_KILL_PROCESS, SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag)),
+  for (const std::uint64_t flag :
+       {CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWCGROUP}) {
+    check(seccomp_rule_add(context.get(), SCMP_ACT_KILL_PROCESS, SCMP_SYS(clone), 1,
+                           SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag)),
           "clone");
   }
   // Typing into a terminal's input (the user's shell, if one were reachable).
@@ -125,7 +128,8 @@ void install_seccomp_filter() {
   for (const int call : {SCMP_SYS(socket), SCMP_SYS(socketpair)}) {
     for (int family = 0; family < AF_MAX; ++family) {
       if (std::find(allowed.begin(), allowed.end(), family) != allowed.end()) continue;
-      check(seccomp_rule_add(context.get(), SCMP_ACT_ERRNO(EPERM), call, 1, argument(0, SCMP_CMP_EQ, family)), "socket");
+      check(seccomp_rule_add(context.get(), SCMP_ACT_ERRNO(EPERM), call, 1, argument(0, SCMP_CMP_EQ, family)),
+            "socket");
     }
     check(seccomp_rule_add(context.get(), SCMP_ACT_ERRNO(EPERM), call, 1, argument(0, SCMP_CMP_GE, AF_MAX)), "socket");
     check(seccomp_rule_add(context.get(), SCMP_ACT_ERRNO(EPERM), call, 2, argument(0, SCMP_CMP_EQ, AF_NETLINK),

@@ -16,7 +16,8 @@ Limits default_limits() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   const std::uint64_t cores = std::max(1u, std::thread::hardware_concurrency());
   Limits limits;
-  limits.memory_bytes = pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
+  limits.memory_bytes =
+      pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
   limits.processes = std::max<std::uint64_t>(1024, 16 * cores);
   limits.cpu_seconds = 2 * 3600;
   limits.file_bytes = std::uint64_t{16} << 30;
@@ -80,12 +81,8 @@ void set_limit(Limits& limits, const std::string& assignment) {
 }
 
 nlohmann::json to_json(const Limits& l) {
-  return {{"memory_bytes", l.memory_bytes},
-          {"processes", l.processes},
-          {"cpu_seconds", l.cpu_seconds},
-          {"file_bytes", l.file_bytes},
-          {"scratch_bytes", l.scratch_bytes},
-          {"build_bytes", l.build_bytes}};
+  return {{"memory_bytes", l.memory_bytes}, {"processes", l.processes},         {"cpu_seconds", l.cpu_seconds},
+          {"file_bytes", l.file_bytes},     {"scratch_bytes", l.scratch_bytes}, {"build_bytes", l.build_bytes}};
 }
 
 nlohmann::json to_json(const Spec& spec) {
@@ -105,7 +102,7 @@ Spec spec_from_json(const nlohmann::json& json) {
   spec.build_folder_fd = json.at("build_folder_fd").get<int>();
   spec.home = json.at("home").get<std::string>();
   const nlohmann::json& l = json.at("limits");
-  spec.limits = {l.at("memory_bytes"), l.at("processes"),    l.at("cpu_seconds"),
+  spec.limits = {l.at("memory_bytes"), l.at("processes"),     l.at("cpu_seconds"),
                  l.at("file_bytes"),   l.at("scratch_bytes"), l.at("build_bytes")};
   return spec;
 }

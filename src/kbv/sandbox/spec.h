@@ -18,8 +18,9 @@ int namespace_flags();
 
 // Each limit applies per process of the sandbox unless it says otherwise; 0 means none.
 struct Limits {
-  std::uint64_t memory_bytes = 0;   // RLIMIT_DATA: private writable memory (the heap, torch's CPU tensors)
-  std::uint64_t processes = 0;      // RLIMIT_NPROC: tasks (threads count) of the sandbox's own uid, all its processes together
+  std::uint64_t memory_bytes = 0;  // RLIMIT_DATA: private writable memory (the heap, torch's CPU tensors)
+  std::uint64_t processes =
+      0;  // RLIMIT_NPROC: tasks (threads count) of the sandbox's own uid, all its processes together
   std::uint64_t cpu_seconds = 0;    // RLIMIT_CPU
   std::uint64_t file_bytes = 0;     // RLIMIT_FSIZE: the largest file it may write
   std::uint64_t scratch_bytes = 0;  // the private tmpfs behind /tmp, /var/tmp, /dev/shm and $HOME, all together

@@ -87,7 +87,8 @@ HttpResponse Api::evaluate(const std::string& body) {
                        {"evaluation_seconds", a.evaluation_seconds},
                        {"service_seconds", service_seconds}});
   } catch (const eval::EvalError& failed) {
-    return reply(500, {{"id", id}, {"error", std::string("the evaluation could not be carried out: ") + failed.what()}});
+    return reply(500,
+                 {{"id", id}, {"error", std::string("the evaluation could not be carried out: ") + failed.what()}});
   }
 }
 

@@ -178,7 +178,8 @@ void HttpServer::connection(int fd) {
   std::size_t line_end = buffer.find("\r\n");
   const std::string request_line = buffer.substr(0, line_end);
   const auto first_space = request_line.find(' '), second_space = request_line.rfind(' ');
-  if (first_space == std::string::npos || second_space == first_space) return answer(fd, error(400, "malformed request line"));
+  if (first_space == std::string::npos || second_space == first_space)
+    return answer(fd, error(400, "malformed request line"));
   request.method = request_line.substr(0, first_space);
   request.path = request_line.substr(first_space + 1, second_space - first_space - 1);
   request.path = request.path.substr(0, request.path.find('?'));

@@ -31,7 +31,8 @@ class HttpServer {
   static constexpr std::size_t kMaxHeaderBytes = 64 << 10;
 
   // Listens on host:port (port 0: a free one, see port()). Throws std::runtime_error.
-  HttpServer(const std::string& host, int port, Handler handler, std::size_t max_connections, std::size_t max_body_bytes);
+  HttpServer(const std::string& host, int port, Handler handler, std::size_t max_connections,
+             std::size_t max_body_bytes);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

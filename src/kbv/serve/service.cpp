@@ -38,14 +38,14 @@ Service::Service(ServiceConfig config, store::Store& store)
 
 Service::~Service() { shutdown(); }
 
-
 std::future<Answer> Service::submit(const Submission& s) {
   {
     std::lock_guard lock(mutex_);
     if (stopping_ || queue_.size() + reserved_ >= config_.queue_capacity) {
       ++refused_;
-      throw Busy(stopping_ ? "kbv serve is stopping"
-                           : "the queue is full (" + std::to_string(config_.queue_capacity) + " requests held); ask again");
+      throw Busy(stopping_
+                     ? "kbv serve is stopping"
+                     : "the queue is full (" + std::to_string(config_.queue_capacity) + " requests held); ask again");
     }
     ++reserved_;  // the slot is this request's while its rows are written
   }
@@ -58,7 +58,8 @@ std::future<Answer> Service::submit(const Submission& s) {
     {
       std::lock_guard lock(mutex_);
       if (auto known = run_ids_.find(s.run_name); known != run_ids_.end()) run = known->second;
-      if (auto known = problems_.find(s.problem.path); known != problems_.end() && known->second.first == s.problem.content_key) {
+      if (auto known = problems_.find(s.problem.path);
+          known != problems_.end() && known->second.first == s.problem.content_key) {
         job->problem_id = known->second.second;
       }
     }
@@ -115,7 +116,9 @@ void Service::builder() {
     compile.timeout_seconds = config_.compile_timeout_seconds;
     compile.cache_dir = config_.cache_dir;
     compile.launch = config_.launch;
-    compile.done = [&](const eval::CompileResult& r) { store_.compiled(job->candidate_id, config_.device, r.outcome, r.seconds); };
+    compile.done = [&](const eval::CompileResult& r) {
+      store_.compiled(job->candidate_id, config_.device, r.outcome, r.seconds);
+    };
     try {
       eval::compile_candidates(compile);
     } catch (const std::exception&) {
@@ -162,7 +165,8 @@ void Service::lane(LaneSlot& me) {
       std::lock_guard lock(mutex_);
       const std::string side = lane::Lane::side_key(item);
       const auto same = std::find_if(queue_.begin(), queue_.end(), [&](const std::unique_ptr<Job>& j) {
-        return lane::Lane::side_key(item_of(*j)) == side && j->built.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+        return lane::Lane::side_key(item_of(*j)) == side &&
+               j->built.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
       });
       if (same != queue_.end()) {
         next = std::move(*same);
@@ -223,13 +227,14 @@ json Service::metrics() const {
                      {"warm_problems", lane.warm_problems}});
     for (const auto& [stage, seconds] : lane.use.stage_seconds) stage_seconds[stage] += seconds;
   }
-  return {{"device", config_.device},
-          {"uptime_seconds", uptime},
-          {"queue", {{"depth", queue_.size() + reserved_}, {"capacity", config_.queue_capacity}, {"evaluating", running_}}},
-          {"evaluations", {{"done", done_}, {"failed", failed_}, {"refused_busy", refused_}, {"last_minute", last_minute}}},
-          {"lanes", lanes},
-          {"stage_seconds", stage_seconds},
-          {"stopping", stopping_}};
+  return {
+      {"device", config_.device},
+      {"uptime_seconds", uptime},
+      {"queue", {{"depth", queue_.size() + reserved_}, {"capacity", config_.queue_capacity}, {"evaluating", running_}}},
+      {"evaluations", {{"done", done_}, {"failed", failed_}, {"refused_busy", refused_}, {"last_minute", last_minute}}},
+      {"lanes", lanes},
+      {"stage_seconds", stage_seconds},
+      {"stopping", stopping_}};
 }
 
 bool Service::stopping() const {
@@ -255,8 +260,10 @@ void Service::shutdown() {
   const double uptime = seconds_since(started_);
   json lanes = json::array();
   for (const LaneSlot& lane : lanes_) {
-    lanes.push_back({{"lane", lane.gpu.empty() ? "cpu" : lane.gpu}, {"wall_seconds", uptime},
-                     {"device_seconds", lane.use.device_seconds}, {"evaluations", lane.use.evaluations}});
+    lanes.push_back({{"lane", lane.gpu.empty() ? "cpu" : lane.gpu},
+                     {"wall_seconds", uptime},
+                     {"device_seconds", lane.use.device_seconds},
+                     {"evaluations", lane.use.evaluations}});
   }
   try {
     store_.session("serve", config_.device, runs, uptime, lanes);

@@ -106,10 +106,11 @@ class Service {
   std::size_t reserved_ = 0, running_ = 0;  // accepted and not yet queued; being evaluated
   bool stopping_ = false;
   std::map<std::string, std::int64_t> run_ids_;
-  std::map<std::string, std::pair<std::string, std::int64_t>> problems_;  // by path: the content key last written, the row
+  std::map<std::string, std::pair<std::string, std::int64_t>>
+      problems_;  // by path: the content key last written, the row
   std::size_t done_ = 0, failed_ = 0, refused_ = 0;
   std::deque<Clock::time_point> finished_at_;  // the last minute's completions
-  std::deque<LaneSlot> lanes_;  // stable addresses: each thread holds its own
+  std::deque<LaneSlot> lanes_;                 // stable addresses: each thread holds its own
   std::vector<std::thread> threads_;
   std::mutex shutdown_mutex_;
   bool joined_ = false;

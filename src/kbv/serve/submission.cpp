@@ -15,8 +15,8 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const std::set<std::string> kFields = {"problem", "problem_source", "problem_name", "level", "candidate_source",
-                                       "protocol", "run", "sample"};
+const std::set<std::string> kFields = {"problem",          "problem_source", "problem_name", "level",
+                                       "candidate_source", "protocol",       "run",          "sample"};
 // A file name of its own folder: KernelBench's `{id}_{Name}.py` gives the problem's id and name.
 const std::regex kFileName(R"([A-Za-z0-9_][A-Za-z0-9_.-]*\.py)");
 
@@ -65,12 +65,15 @@ Submission read_submission(const json& body, const Intake& intake, const std::st
       throw BadSubmission("`problem_name` and `level` go with `problem_source`; a `problem` file is named by its path");
     }
     std::error_code error;
-    if (!fs::is_regular_file(problem, error)) throw BadSubmission("no problem file " + problem + " on the serving machine");
+    if (!fs::is_regular_file(problem, error))
+      throw BadSubmission("no problem file " + problem + " on the serving machine");
     if (!intake.problems_root.empty()) {
       // Where it really is: a link or `..` out of the folder does not count as in it.
-      const fs::path real = fs::weakly_canonical(problem, error), root = fs::weakly_canonical(intake.problems_root, error);
+      const fs::path real = fs::weakly_canonical(problem, error),
+                     root = fs::weakly_canonical(intake.problems_root, error);
       const auto [end, _] = std::mismatch(root.begin(), root.end(), real.begin(), real.end());
-      if (end != root.end()) throw BadSubmission("this kbv serve takes problems under " + intake.problems_root + " only");
+      if (end != root.end())
+        throw BadSubmission("this kbv serve takes problems under " + intake.problems_root + " only");
     }
     s.problem = run::problem_info(fs::absolute(problem).lexically_normal().string());
   } else {
@@ -78,10 +81,12 @@ Submission read_submission(const json& body, const Intake& intake, const std::st
       throw BadSubmission("this kbv serve takes problems by path, under " + intake.problems_root + ", not as text");
     }
     const std::string name = body.contains("problem_name") ? text_field(body, "problem_name") : "problem.py";
-    if (!std::regex_match(name, kFileName)) throw BadSubmission("`problem_name` must be a file name ending in .py, not " + name);
+    if (!std::regex_match(name, kFileName))
+      throw BadSubmission("`problem_name` must be a file name ending in .py, not " + name);
     fs::path folder = fs::path(files_dir) / "problems" / content_key(problem_source);
     if (body.contains("level")) {
-      if (!body["level"].is_number_integer() || body["level"].get<int>() < 0) throw BadSubmission("`level` must be an integer");
+      if (!body["level"].is_number_integer() || body["level"].get<int>() < 0)
+        throw BadSubmission("`level` must be an integer");
       folder /= "level" + std::to_string(body["level"].get<int>());
     }
     const fs::path path = folder / name;
@@ -90,7 +95,8 @@ Submission read_submission(const json& body, const Intake& intake, const std::st
   }
 
   const std::string candidate_source = text_field(body, "candidate_source");
-  if (candidate_source.empty()) throw BadSubmission("`candidate_source` (the candidate's text, with ModelNew) is required");
+  if (candidate_source.empty())
+    throw BadSubmission("`candidate_source` (the candidate's text, with ModelNew) is required");
   if (body.contains("sample")) {
     if (!body["sample"].is_number_integer()) throw BadSubmission("`sample` must be an integer");
     s.candidate.sample = body["sample"].get<int>();

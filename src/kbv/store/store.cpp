@@ -80,7 +80,8 @@ std::optional<double> number_at(const json& object, const char* key) {
   return std::nullopt;
 }
 
-std::int64_t id_of(SQLite::Database& db, const std::string& query, const std::function<void(SQLite::Statement&)>& bind) {
+std::int64_t id_of(SQLite::Database& db, const std::string& query,
+                   const std::function<void(SQLite::Statement&)>& bind) {
   SQLite::Statement select(db, query);
   bind(select);
   if (!select.executeStep()) throw std::logic_error("store: no row for " + query);
@@ -170,7 +171,8 @@ void Store::unmatched(std::int64_t run, const std::string& path, const std::stri
 
 void Store::compiled(std::int64_t candidate, const std::string& device, const std::string& outcome, double seconds) {
   std::lock_guard lock(mutex_);
-  SQLite::Statement insert(db_, "INSERT INTO compiles (candidate_id, device, outcome, seconds, created) VALUES (?, ?, ?, ?, ?)");
+  SQLite::Statement insert(
+      db_, "INSERT INTO compiles (candidate_id, device, outcome, seconds, created) VALUES (?, ?, ?, ?, ?)");
   insert.bind(1, candidate);
   insert.bind(2, device);
   insert.bind(3, outcome);
@@ -182,9 +184,10 @@ void Store::compiled(std::int64_t candidate, const std::string& device, const st
 std::int64_t Store::baseline(std::int64_t problem, const std::string& protocol, const std::string& device,
                              std::int64_t environment, const json& timing, std::optional<std::int64_t> peak_bytes) {
   std::lock_guard lock(mutex_);
-  SQLite::Statement insert(db_,
-                           "INSERT INTO baselines (problem_id, protocol, device, environment_id, seconds, peak_bytes, timing, created) "
-                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+  SQLite::Statement insert(
+      db_,
+      "INSERT INTO baselines (problem_id, protocol, device, environment_id, seconds, peak_bytes, timing, created) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
   insert.bind(1, problem);
   insert.bind(2, protocol);
   insert.bind(3, device);
@@ -200,7 +203,8 @@ std::int64_t Store::baseline(std::int64_t problem, const std::string& protocol, 
 void Store::session(const std::string& command, const std::string& device, const std::vector<std::int64_t>& runs,
                     double wall_seconds, const json& lanes) {
   std::lock_guard lock(mutex_);
-  SQLite::Statement insert(db_, "INSERT INTO sessions (command, device, runs, wall_seconds, lanes, created) VALUES (?, ?, ?, ?, ?, ?)");
+  SQLite::Statement insert(
+      db_, "INSERT INTO sessions (command, device, runs, wall_seconds, lanes, created) VALUES (?, ?, ?, ?, ?, ?)");
   insert.bind(1, command);
   insert.bind(2, device);
   insert.bind(3, json(runs).dump());
@@ -210,9 +214,11 @@ void Store::session(const std::string& command, const std::string& device, const
   insert.exec();
 }
 
-void Store::failure(std::int64_t candidate, const std::string& protocol, const std::string& device, const std::string& message) {
+void Store::failure(std::int64_t candidate, const std::string& protocol, const std::string& device,
+                    const std::string& message) {
   std::lock_guard lock(mutex_);
-  SQLite::Statement insert(db_, "INSERT INTO failures (candidate_id, protocol, device, message, created) VALUES (?, ?, ?, ?, ?)");
+  SQLite::Statement insert(
+      db_, "INSERT INTO failures (candidate_id, protocol, device, message, created) VALUES (?, ?, ?, ?, ?)");
   insert.bind(1, candidate);
   insert.bind(2, protocol);
   insert.bind(3, device);
@@ -230,16 +236,17 @@ bool Store::has_audit(std::int64_t problem, const std::string& content_key, cons
   return select.executeStep();
 }
 
-void Store::add_audit(std::int64_t problem, const std::string& content_key, const std::string& device, const json& findings,
-                      const std::string& error) {
+void Store::add_audit(std::int64_t problem, const std::string& content_key, const std::string& device,
+                      const json& findings, const std::string& error) {
   std::lock_guard lock(mutex_);
   std::string uncured;
   for (const json& f : findings) {
     if (!f.value("cured_by_verified", false)) uncured += (uncured.empty() ? "" : " ") + f.value("id", std::string("?"));
   }
-  SQLite::Statement insert(db_,
-                           "INSERT OR IGNORE INTO audits (problem_id, content_key, device, findings, uncured, error, created) "
-                           "VALUES (?, ?, ?, ?, ?, ?, ?)");
+  SQLite::Statement insert(
+      db_,
+      "INSERT OR IGNORE INTO audits (problem_id, content_key, device, findings, uncured, error, created) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?)");
   insert.bind(1, problem);
   insert.bind(2, content_key);
   insert.bind(3, device);
@@ -270,12 +277,14 @@ bool Store::add_record(std::int64_t candidate, const std::string& protocol, cons
   const json& memory = record.value("memory", json::object());
   std::string findings;
   for (const json& f : record.value("findings", json::array())) {
-    findings += (findings.empty() ? "" : " ") + f.value("id", std::string("?")) + ":" + f.value("severity", std::string("?"));
+    findings +=
+        (findings.empty() ? "" : " ") + f.value("id", std::string("?")) + ":" + f.value("severity", std::string("?"));
   }
-  SQLite::Statement insert(db_,
-                           "INSERT OR IGNORE INTO records (candidate_id, protocol, device, baseline_id, environment_id, verdict, "
-                           "speedup, baseline_ms, candidate_ms, peak_ratio, raises_peak, findings, wall_seconds, record, created) "
-                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  SQLite::Statement insert(
+      db_,
+      "INSERT OR IGNORE INTO records (candidate_id, protocol, device, baseline_id, environment_id, verdict, "
+      "speedup, baseline_ms, candidate_ms, peak_ratio, raises_peak, findings, wall_seconds, record, created) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   insert.bind(1, candidate);
   insert.bind(2, protocol);
   insert.bind(3, device);

@@ -16,10 +16,10 @@
 namespace kbv::store {
 
 struct ProblemInfo {
-  std::string path;            // absolute
-  std::optional<int> level;    // KernelBench's level{L} folder, when it is in one
-  std::optional<int> number;   // the leading {id}_ of its file name
-  std::string name;            // the file name without id and extension
+  std::string path;           // absolute
+  std::optional<int> level;   // KernelBench's level{L} folder, when it is in one
+  std::optional<int> number;  // the leading {id}_ of its file name
+  std::string name;           // the file name without id and extension
   std::string content_key;
 };
 
@@ -34,7 +34,7 @@ class Store {
   // Opens (creating if needed) the store at `path`. Throws std::runtime_error with the path on failure.
   explicit Store(const std::string& path);
 
-  std::int64_t run(const std::string& name);  // the run's id, created on first use
+  std::int64_t run(const std::string& name);              // the run's id, created on first use
   std::int64_t environment(const nlohmann::json& facts);  // identical facts share one row
   std::int64_t problem(const ProblemInfo& problem);
   std::int64_t candidate(std::int64_t run, std::int64_t problem, const CandidateInfo& candidate);
@@ -47,7 +47,8 @@ class Store {
 
   // An evaluation that could not be carried out (the problem or the evaluator failed): no record,
   // so a rerun tries again.
-  void failure(std::int64_t candidate, const std::string& protocol, const std::string& device, const std::string& message);
+  void failure(std::int64_t candidate, const std::string& protocol, const std::string& device,
+               const std::string& message);
 
   // kbv audit's findings of a problem's content on a device (`findings`: [{id, cured_by_verified,
   // evidence}]), kept once; `error` when it could not be audited.

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
-#include <nlohmann/json.hpp>
 #include <pybind11/pybind11.h>
+#include <nlohmann/json.hpp>
 
 namespace kbv::worker {
 

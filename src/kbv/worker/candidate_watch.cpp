@@ -14,7 +14,8 @@ namespace kbv::worker {
 
 nlohmann::json to_json(const py::handle& value) {
   py::object dumps = py::module_::import("json").attr("dumps");
-  return nlohmann::json::parse(dumps(value, py::arg("default") = py::module_::import("builtins").attr("str")).cast<std::string>());
+  return nlohmann::json::parse(
+      dumps(value, py::arg("default") = py::module_::import("builtins").attr("str")).cast<std::string>());
 }
 
 std::vector<std::uintptr_t> signal_handlers() {
@@ -67,7 +68,9 @@ py::tuple CandidateWatch::import_candidate() {
   const nlohmann::json facts = to_json(watched[1]);
   if (!facts.at("failed_builds").empty() && loaded[1].is_none()) {
     add("exception_fallback", "error",
-        {{"when", "import"}, {"why", "a kernel build raised and the import went on"}, {"failed_builds", facts["failed_builds"]}});
+        {{"when", "import"},
+         {"why", "a kernel build raised and the import went on"},
+         {"failed_builds", facts["failed_builds"]}});
   }
   if (!facts.at("problem_calls").empty()) {
     add("reference_reuse", "error", {{"when", "import"}, {"problem_code_run", facts["problem_calls"]}});
@@ -115,15 +118,19 @@ void CandidateWatch::check_threads(const py::object& native_before, const std::s
 
 nlohmann::json CandidateWatch::threads_started_since_import() const {
   py::module_& monitor = python::monitor();
-  return to_json(monitor.attr("thread_names")(monitor.attr("native_threads")().attr("difference")(before_import_["native_threads"])));
+  return to_json(monitor.attr("thread_names")(
+      monitor.attr("native_threads")().attr("difference")(before_import_["native_threads"])));
 }
 
-void CandidateWatch::after_call(const std::vector<at::Tensor>& inputs, const std::optional<std::vector<at::Tensor>>& before,
-                                const std::vector<at::Tensor>& outputs, const nlohmann::json& flags, const std::string& when) {
+void CandidateWatch::after_call(const std::vector<at::Tensor>& inputs,
+                                const std::optional<std::vector<at::Tensor>>& before,
+                                const std::vector<at::Tensor>& outputs, const nlohmann::json& flags,
+                                const std::string& when) {
   check_routes(when);
   if (before) {
     for (const hacks::Mutation& m : hacks::mutations(*before, inputs)) {
-      add("input_mutation", "error", {{"when", when}, {"input", m.index}, {"elements_changed", m.changed}, {"elements", m.elements}});
+      add("input_mutation", "error",
+          {{"when", when}, {"input", m.index}, {"elements_changed", m.changed}, {"elements", m.elements}});
     }
   }
   for (const auto& [output, input] : hacks::overlaps(outputs, inputs)) {
@@ -133,7 +140,11 @@ void CandidateWatch::after_call(const std::vector<at::Tensor>& inputs, const std
     if (const std::vector<size_t> foreign = hacks::foreign_outputs(outputs); !foreign.empty()) {
       foreign_noted_ = true;  // once: a timed batch would repeat it on every call
       add("foreign_output", "error",
-          {{"when", when}, {"outputs", foreign}, {"why", "its memory is not from the allocator kbv watches (from_blob, a mapping of its own, managed or host-mapped memory)"}});
+          {{"when", when},
+           {"outputs", foreign},
+           {"why",
+            "its memory is not from the allocator kbv watches (from_blob, a mapping of its own, managed or host-mapped "
+            "memory)"}});
     }
   }
   py::list wrapped;  // the outputs' own Python objects (torch keeps one per tensor)
@@ -144,7 +155,8 @@ void CandidateWatch::after_call(const std::vector<at::Tensor>& inputs, const std
   }
   if (!flags.is_null()) {
     const nlohmann::json now = to_json(python::monitor().attr("tf32_flags")());
-    if (now != flags) add("global_state_tamper", "error", {{"when", when}, {"tf32_set", flags}, {"tf32_after_call", now}});
+    if (now != flags)
+      add("global_state_tamper", "error", {{"when", when}, {"tf32_set", flags}, {"tf32_after_call", now}});
   }
 }
 

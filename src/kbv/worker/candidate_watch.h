@@ -1,10 +1,9 @@
 // The runtime watch over a candidate in its own process (PROTOCOL.md, "Findings"; monitor.py holds
 // the Python half). It notes what the candidate did that it must not: builds that failed and were
 // swallowed, the problem's own code run, torch's global state or the harness (or a signal handler,
-// a gc callback, torch's op recording, a route into the dispatcher) changed, inputs changed, outputs sharing storage with inputs,
-// in memory not from the device's allocator or with code hooked to their release, threads left
-// running. Each fact becomes a finding with its evidence; the parent merges them with its own
-// judgements.
+// a gc callback, torch's op recording, a route into the dispatcher) changed, inputs changed, outputs sharing storage
+// with inputs, in memory not from the device's allocator or with code hooked to their release, threads left running.
+// Each fact becomes a finding with its evidence; the parent merges them with its own judgements.
 #pragma once
 
 #include <optional>
@@ -12,8 +11,8 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
-#include <nlohmann/json.hpp>
 #include <pybind11/pybind11.h>
+#include <nlohmann/json.hpp>
 
 #include "kbv/worker/dispatch_routes.h"
 
@@ -54,7 +53,7 @@ class CandidateWatch {
 
  private:
   std::string problem_path_, candidate_path_;
-  pybind11::object before_import_;  // monitor.snapshot() before the candidate ran at all
+  pybind11::object before_import_;        // monitor.snapshot() before the candidate ran at all
   std::optional<DispatchRoutes> routes_;  // the main thread's, before the import
   // Each signal's handler before the import: a handler of the candidate's runs its code whenever
   // the signal comes (a fault handler filling protected output pages when kbv reads them, a timer

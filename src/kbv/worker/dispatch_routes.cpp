@@ -42,8 +42,10 @@ DispatchRoutes::DispatchRoutes()
 nlohmann::json DispatchRoutes::restore() const {
   nlohmann::json changes = nlohmann::json::array();
   const c10::impl::LocalDispatchKeySet now = c10::impl::tls_local_dispatch_key_set();
-  if (now.included_ != keys_.included_) changes.push_back(key_change("thread's included keys", keys_.included_, now.included_));
-  if (now.excluded_ != keys_.excluded_) changes.push_back(key_change("thread's excluded keys", keys_.excluded_, now.excluded_));
+  if (now.included_ != keys_.included_)
+    changes.push_back(key_change("thread's included keys", keys_.included_, now.included_));
+  if (now.excluded_ != keys_.excluded_)
+    changes.push_back(key_change("thread's excluded keys", keys_.excluded_, now.excluded_));
   if (!changes.empty()) c10::impl::_force_tls_local_dispatch_key_set(keys_);
   if (const long n = at::impl::PythonTorchFunctionTLS::stack_len(); n != function_modes_) {
     changes.push_back(count_change("torch function modes", function_modes_, n));

@@ -72,8 +72,9 @@ ExtensionSymbols extension_symbols(const std::string& extensions_dir) {
       if (switches_recording(symbol)) out.recording_switches.insert(symbol.substr(0, 160));
       const std::optional<std::string> library = hacks::library_entry(symbol, is_aten_op);
       if (library && out.library_calls.size() < kCallsKept) {
-        out.library_calls.push_back(
-            {{"symbol", symbol.substr(0, 160)}, {"library", *library}, {"extension", fs::path(object).parent_path().filename()}});
+        out.library_calls.push_back({{"symbol", symbol.substr(0, 160)},
+                                     {"library", *library},
+                                     {"extension", fs::path(object).parent_path().filename()}});
       }
     }
     out.defined.merge(functions.defined);

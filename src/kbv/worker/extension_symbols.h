@@ -14,7 +14,7 @@ namespace kbv::worker {
 
 struct ExtensionSymbols {
   nlohmann::json library_calls = nlohmann::json::array();  // [{symbol, library, extension}], at most 16
-  std::set<std::string> defined;                            // demangled
+  std::set<std::string> defined;                           // demangled
   // Imported switches of torch's op recording (at::enableRecordFunction, which
   // DisableRecordFunctionGuard calls; removing or disabling callbacks): kbv's record of each
   // call's ops, and torch's profiler, ride on it.

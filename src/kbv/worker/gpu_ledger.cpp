@@ -111,9 +111,9 @@ void record_launches_only() {
   each(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, c.driver_api);
 }
 
-constexpr CUpti_ActivityKind kRecorded[] = {CUPTI_ACTIVITY_KIND_RUNTIME,     CUPTI_ACTIVITY_KIND_DRIVER,
+constexpr CUpti_ActivityKind kRecorded[] = {CUPTI_ACTIVITY_KIND_RUNTIME,           CUPTI_ACTIVITY_KIND_DRIVER,
                                             CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                            CUPTI_ACTIVITY_KIND_MEMCPY2,     CUPTI_ACTIVITY_KIND_MEMSET};
+                                            CUPTI_ACTIVITY_KIND_MEMCPY2,           CUPTI_ACTIVITY_KIND_MEMSET};
 
 void read_records(const Filled& buffer, std::vector<Launch>& launches, std::vector<DeviceWork>& work) {
   CUpti_Activity* record = nullptr;
@@ -146,8 +146,7 @@ void read_records(const Filled& buffer, std::vector<Launch>& launches, std::vect
         work.push_back({set->correlationId, set->start, set->end});
         break;
       }
-      default:
-        break;
+      default: break;
     }
   }
 }

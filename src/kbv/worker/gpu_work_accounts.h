@@ -75,7 +75,8 @@ class GpuWorkAccounts {
   std::unordered_map<std::uint32_t, Launch> launches_;  // by correlation, until their work is settled
   std::vector<CallMark> calls_;                         // since the last settle
   std::uint64_t settled_before_ = 0;                    // the previous settle's first call began then
-  std::uint64_t kbv_ns_ = 0, timed_calls_ns_ = 0, untimed_calls_ns_ = 0, foreign_ns_ = 0, outside_ns_ = 0, windows_ns_ = 0;
+  std::uint64_t kbv_ns_ = 0, timed_calls_ns_ = 0, untimed_calls_ns_ = 0, foreign_ns_ = 0, outside_ns_ = 0,
+                windows_ns_ = 0;
   long timed_calls_ = 0, foreign_records_ = 0, unknown_launches_ = 0, covers_missing_ = 0, records_ = 0;
 };
 

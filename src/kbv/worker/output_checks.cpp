@@ -86,19 +86,20 @@ void check_draw(Session& session, Replies& replies, const ipc::commands::Check& 
   }
 }
 
-
 check::OutputComparison compare_draw(Session& session, const ipc::commands::Compare& command, std::size_t file_count,
                                      std::vector<std::vector<std::byte>>& blobs) {
   std::vector<ipc::UniqueFd> files;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (files.size() < file_count) {
     ipc::PassedFds received = ipc::receive_fds(ipc::kFileSocketFd, deadline);
-    if (received.status != ipc::PassedFds::Status::message) throw ipc::Failure(ipc::FailureKind::internal, "compare: the files did not come with the command");
+    if (received.status != ipc::PassedFds::Status::message)
+      throw ipc::Failure(ipc::FailureKind::internal, "compare: the files did not come with the command");
     for (ipc::UniqueFd& fd : received.fds) files.push_back(std::move(fd));
   }
   const auto file = [&](const json& meta) -> ipc::UniqueFd& {
     const size_t index = meta.at("file");
-    if (index >= files.size() || !files[index]) throw ipc::Failure(ipc::FailureKind::internal, "compare: an output names no file handed over");
+    if (index >= files.size() || !files[index])
+      throw ipc::Failure(ipc::FailureKind::internal, "compare: an output names no file handed over");
     return files[index];
   };
   std::map<size_t, std::shared_ptr<const ipc::SharedRegion>> regions;
@@ -112,7 +113,8 @@ check::OutputComparison compare_draw(Session& session, const ipc::commands::Comp
     } else if (meta.contains("device")) {
       try {
         if (!session.device().is_cuda()) throw std::runtime_error("this evaluation has no device");
-        outputs.push_back(ipc::import_device_file(std::move(file(meta)), meta, std::max<int>(session.device().index(), 0)));
+        outputs.push_back(
+            ipc::import_device_file(std::move(file(meta)), meta, std::max<int>(session.device().index(), 0)));
       } catch (const std::runtime_error& failed) {
         // The candidate's worker described and exported it: what cannot be mapped is its doing.
         check::OutputComparison unusable;
@@ -126,7 +128,8 @@ check::OutputComparison compare_draw(Session& session, const ipc::commands::Comp
   }
   const pybind11::list inputs = session.draw(command.draw);
   Forward forward = session.forward("reference", inputs, "reference for a candidate's check");
-  if (forward.bad_output) throw ipc::Failure(ipc::FailureKind::internal, "the reference for a checked draw: " + *forward.bad_output);
+  if (forward.bad_output)
+    throw ipc::Failure(ipc::FailureKind::internal, "the reference for a checked draw: " + *forward.bad_output);
   std::vector<at::Tensor>& reference = forward.outputs;
   for (size_t i = 0; i < outputs.size() && i < reference.size(); ++i) {
     reference[i] = comparable(reference[i]);
@@ -163,10 +166,11 @@ void handle_check(Session& session, Replies& replies, const ipc::commands::Check
 // views into the candidate's output region, or as the candidate's device memory (device_handoff.h);
 // the parent hands the files over with the command, each output names its own ("file"). A large
 // pair is compared on the device, where the reference's output lies.
-void handle_compare(Session& session, Replies& replies, const json& header, std::vector<std::vector<std::byte>>& blobs) {
+void handle_compare(Session& session, Replies& replies, const json& header,
+                    std::vector<std::vector<std::byte>>& blobs) {
   // "files": the transport's count of the files handed over with the command (eval/worker_client).
-  const check::OutputComparison comparison =
-      compare_draw(session, ipc::commands::read<ipc::commands::Compare>(header), header.value("files", std::size_t{0}), blobs);
+  const check::OutputComparison comparison = compare_draw(session, ipc::commands::read<ipc::commands::Compare>(header),
+                                                          header.value("files", std::size_t{0}), blobs);
   release_cached_device_memory(session);
   replies.send({{"status", "ok"}, {"comparison", check::to_json(comparison)}});
 }
@@ -181,12 +185,14 @@ void handle_sketches(Session& session, Replies& replies, const ipc::commands::Sk
   for (const json& call : command.calls) {
     const pybind11::list inputs = session.draw_standard(call.at("seed").get<std::uint64_t>());
     const Forward forward = session.forward("reference", inputs, "check of a timed call's inputs");
-    if (forward.bad_output) throw ipc::Failure(ipc::FailureKind::internal, "the reference on a timed call's inputs: " + *forward.bad_output);
+    if (forward.bad_output)
+      throw ipc::Failure(ipc::FailureKind::internal, "the reference on a timed call's inputs: " + *forward.bad_output);
     json rms = json::array();
     for (const at::Tensor& t : forward.outputs) rms.push_back(check::finite_rms(t));
     json result = {{"rms", std::move(rms)}};
-    replies.attach(tensors, result["outputs"],
-                   check::sketch(forward.outputs, call.at("sketch_seed").get<std::uint64_t>(), points, session.device()));
+    replies.attach(
+        tensors, result["outputs"],
+        check::sketch(forward.outputs, call.at("sketch_seed").get<std::uint64_t>(), points, session.device()));
     header["results"].push_back(std::move(result));
   }
   replies.send(header, tensors);

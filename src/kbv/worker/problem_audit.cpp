@@ -83,7 +83,8 @@ json number(double value) { return std::isfinite(value) ? json(value) : json(nul
 }  // namespace
 
 nlohmann::json Session::audit(const nlohmann::json& spec, const nlohmann::json& other) {
-  if (role_ != Role::reference) throw ipc::Failure(ipc::FailureKind::internal, "audit: only the reference worker audits a problem");
+  if (role_ != Role::reference)
+    throw ipc::Failure(ipc::FailureKind::internal, "audit: only the reference worker audits a problem");
   json facts = json::object();
   const py::list inputs = draw(spec);
   Forward base;
@@ -104,10 +105,11 @@ nlohmann::json Session::audit(const nlohmann::json& spec, const nlohmann::json& 
   std::int64_t bytes = 0;
   for (const at::Tensor& t : y) {
     const bool finite = check::all_finite({t});
-    outputs.push_back({{"numel", t.numel()},
-                       {"finite", finite},
-                       {"max_abs", floating(t) && t.numel() ? number(t.detach().abs().max().item<double>()) : json(nullptr)},
-                       {"zeros_error", number(check::scaled_error(at::zeros_like(t), t))}});
+    outputs.push_back(
+        {{"numel", t.numel()},
+         {"finite", finite},
+         {"max_abs", floating(t) && t.numel() ? number(t.detach().abs().max().item<double>()) : json(nullptr)},
+         {"zeros_error", number(check::scaled_error(at::zeros_like(t), t))}});
     bytes += static_cast<std::int64_t>(t.nbytes());
   }
   for (const at::Tensor& t : x) bytes += static_cast<std::int64_t>(t.nbytes());

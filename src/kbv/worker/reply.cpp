@@ -26,8 +26,8 @@ void Replies::attach(std::vector<ipc::EncodedTensor>& store, json& metas, const 
   for (const at::Tensor& t : tensors) metas.push_back(attach_one(store, t));
 }
 
-void Replies::attach_for_comparison(std::vector<ipc::EncodedTensor>& store, json& metas, const std::vector<at::Tensor>& tensors,
-                                    std::vector<ipc::UniqueFd>& files) {
+void Replies::attach_for_comparison(std::vector<ipc::EncodedTensor>& store, json& metas,
+                                    const std::vector<at::Tensor>& tensors, std::vector<ipc::UniqueFd>& files) {
   metas = json::array();
   for (const at::Tensor& t : tensors) {
     if (t.is_cuda() && static_cast<std::int64_t>(t.nbytes()) >= ipc::kDeviceHandoffBytes) {

@@ -31,7 +31,6 @@ protocol::Tf32 flags_of(const nlohmann::json& protocol, const std::string& mode)
   return {f.at("cublas").get<bool>(), f.at("cudnn").get<bool>()};
 }
 
-
 }  // namespace
 
 ipc::FailureKind classify_candidate_error(const std::string& message) {
@@ -46,7 +45,8 @@ nlohmann::json Session::select_device(const std::string& name) {
   if (name != "cuda") throw ipc::Failure(ipc::FailureKind::internal, "unknown device '" + name + "'");
   py::module_ cuda = py::module_::import("torch").attr("cuda");
   if (!cuda.attr("is_available")().cast<bool>()) {
-    throw ipc::Failure(ipc::FailureKind::no_device, "--device cuda: no CUDA device is visible here (torch.cuda.is_available() is False)");
+    throw ipc::Failure(ipc::FailureKind::no_device,
+                       "--device cuda: no CUDA device is visible here (torch.cuda.is_available() is False)");
   }
   device_ = c10::Device(c10::kCUDA, 0);
   facts["gpu"] = cuda.attr("get_device_name")(0).cast<std::string>();
@@ -62,7 +62,8 @@ nlohmann::json Session::select_device(const std::string& name) {
 
 void Session::start_device(const std::string& name, const nlohmann::json& protocol) {
   select_device(name);
-  if (device_.is_cuda()) (void)at::empty({1}, at::TensorOptions().device(device_));  // the context, with its first allocation
+  if (device_.is_cuda())
+    (void)at::empty({1}, at::TensorOptions().device(device_));  // the context, with its first allocation
   if (!protocol.is_null()) warm_kernels(device_, protocol);
   measure::synchronize(device_);
 }
@@ -129,8 +130,9 @@ nlohmann::json Session::load(const ipc::commands::Load& command) {
                      [&] { return harness.attr("load_module")(problem_path, "kbv_problem"); });
   for (const char* name : {"Model", "get_inputs", "get_init_inputs"}) {
     if (!py::hasattr(problem_, name)) {
-      throw ipc::Failure(ipc::FailureKind::problem_error, "the problem " + problem_path + " defines no `" + name +
-                                         "` (a KernelBench problem has Model, get_inputs and get_init_inputs)");
+      throw ipc::Failure(ipc::FailureKind::problem_error,
+                         "the problem " + problem_path + " defines no `" + name +
+                             "` (a KernelBench problem has Model, get_inputs and get_init_inputs)");
     }
   }
   const py::object init = guarded(ipc::FailureKind::problem_error, "get_init_inputs() of " + problem_path + " raised",
@@ -161,13 +163,15 @@ nlohmann::json Session::load(const ipc::commands::Load& command) {
       candidate_ = import_candidate(candidate_path);
     }
     if (!py::hasattr(candidate_, "ModelNew")) {
-      throw ipc::Failure(ipc::FailureKind::runtime_error, "the candidate " + candidate_path + " defines no `ModelNew` class");
+      throw ipc::Failure(ipc::FailureKind::runtime_error,
+                         "the candidate " + candidate_path + " defines no `ModelNew` class");
     }
     step("candidate");
-    model_ = guarded(ipc::FailureKind::runtime_error, "constructing ModelNew(*get_init_inputs()) raised (does its constructor match Model's?)", [&] {
-      const py::tuple args = py::make_tuple(candidate_.attr("ModelNew"), init, seed);
-      return watch_ ? watch_->construct(harness.attr("build"), args) : harness.attr("build")(*args);
-    });
+    model_ = guarded(ipc::FailureKind::runtime_error,
+                     "constructing ModelNew(*get_init_inputs()) raised (does its constructor match Model's?)", [&] {
+                       const py::tuple args = py::make_tuple(candidate_.attr("ModelNew"), init, seed);
+                       return watch_ ? watch_->construct(harness.attr("build"), args) : harness.attr("build")(*args);
+                     });
     step("construct");
     if (protocol_.at("copy_state").get<bool>()) {
       const std::int64_t without_reference = memory_->allocated();
@@ -183,8 +187,8 @@ nlohmann::json Session::load(const ipc::commands::Load& command) {
     }
   }
   if (py::hasattr(model_, "to")) {
-    model_ = guarded(role_ == Role::candidate ? ipc::FailureKind::runtime_error : ipc::FailureKind::problem_error, "moving the module to the device raised",
-                     [&] { return model_.attr("to")(command.device); });
+    model_ = guarded(role_ == Role::candidate ? ipc::FailureKind::runtime_error : ipc::FailureKind::problem_error,
+                     "moving the module to the device raised", [&] { return model_.attr("to")(command.device); });
   }
   measure::synchronize(device_);
   step("to_device");
@@ -260,7 +264,8 @@ std::string Session::memory_in_words() {
   if (!memory_) return "";
   const auto gib = [](std::int64_t bytes) {
     char text[32];
-    std::snprintf(text, sizeof text, "%.2f GiB", static_cast<double>(bytes) / static_cast<double>(std::int64_t{1} << 30));
+    std::snprintf(text, sizeof text, "%.2f GiB",
+                  static_cast<double>(bytes) / static_cast<double>(std::int64_t{1} << 30));
     return std::string(text);
   };
   try {

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
-#include <nlohmann/json.hpp>
 #include <pybind11/pybind11.h>
+#include <nlohmann/json.hpp>
 
 #include "kbv/ipc/commands.h"
 #include "kbv/ipc/failure.h"
@@ -107,7 +107,8 @@ class Session {
   // (exceptions and problem code watched), a call on poisoned memory, a traced call, and (when
   // `refresh` names a draw) a call on the same buffers refilled with that draw's content, whose
   // outputs go to `refreshed_outputs`. Returns the measurements the parent judges.
-  nlohmann::json probe(const nlohmann::json& spec, const nlohmann::json& refresh, std::vector<at::Tensor>* refreshed_outputs);
+  nlohmann::json probe(const nlohmann::json& spec, const nlohmann::json& refresh,
+                       std::vector<at::Tensor>* refreshed_outputs);
   // Everything the watch found, after a last look at the global state, threads and torch's op
   // recording.
   nlohmann::json findings();

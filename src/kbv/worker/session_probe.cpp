@@ -49,7 +49,8 @@ nlohmann::json Session::trace(const nlohmann::json& spec, const std::string& mod
   const py::list inputs = draw(spec);
   apply_flags(mode);
   try {
-    const py::tuple traced = python::monitor().attr("trace_call")(bound_forward(model_, inputs), device_.str(), py::none(), py::none());
+    const py::tuple traced =
+        python::monitor().attr("trace_call")(bound_forward(model_, inputs), device_.str(), py::none(), py::none());
     return to_json(traced[1]);
   } catch (py::error_already_set& error) {
     return {{"trace_error", error.what()}};  // the evaluation goes on without the reference's ops
@@ -104,7 +105,8 @@ nlohmann::json Session::probe(const nlohmann::json& spec, const nlohmann::json& 
 
   // 2. The same inputs again (the first outputs still held), watching exceptions the candidate's
   // own code raises and swallows, and calls into the problem's code.
-  py::object watch = monitor.attr("CallWatch")(watch_->problem_path(), watch_->candidate_path(), extensions_dir(), false, true);
+  py::object watch =
+      monitor.attr("CallWatch")(watch_->problem_path(), watch_->candidate_path(), extensions_dir(), false, true);
   restore_inputs();
   {
     const Forward second = within(watch, [&] { return forward(mode, inputs, "probe: repeated call"); });
@@ -114,7 +116,8 @@ nlohmann::json Session::probe(const nlohmann::json& spec, const nlohmann::json& 
   first = Forward{};  // both calls' outputs freed before the poisoned call
   const nlohmann::json raised = to_json(watch.attr("raised")), problem_calls = to_json(watch.attr("problem_calls"));
   if (!raised.empty()) watch_->add("exception_fallback", "error", {{"when", "forward"}, {"raised_and_caught", raised}});
-  if (!problem_calls.empty()) watch_->add("reference_reuse", "error", {{"when", "forward"}, {"problem_code_run", problem_calls}});
+  if (!problem_calls.empty())
+    watch_->add("reference_reuse", "error", {{"when", "forward"}, {"problem_code_run", problem_calls}});
 
   // 3. Memory poisoned before the call: values it never wrote read as NaN.
   restore_inputs();
@@ -144,7 +147,8 @@ nlohmann::json Session::probe(const nlohmann::json& spec, const nlohmann::json& 
   const ExtensionSymbols symbols = folder ? extension_symbols(folder) : ExtensionSymbols{};
   if (!symbols.recording_switches.empty()) {
     watch_->add("global_state_tamper", "error",
-                {{"when", "probe"}, {"changes", {{{"what", "op recording"}, {"name", "its extension imports a switch of it"}}}},
+                {{"when", "probe"},
+                 {"changes", {{{"what", "op recording"}, {"name", "its extension imports a switch of it"}}}},
                  {"imports", symbols.recording_switches}});
   }
   if (!symbols.library_calls.empty()) probe["library_calls"] = symbols.library_calls;
@@ -190,9 +194,11 @@ nlohmann::json Session::findings() {
   // (an OpenMP team of the candidate's own) is honest.
   watch_->check_threads(py::none(), "end of the evaluation");
   if (ops_ && !ops_->intact()) {
-    watch_->add("global_state_tamper", "error",
-                {{"when", "end of the evaluation"},
-                 {"changes", {{{"what", "op recording"}, {"name", "torch's RecordFunction switched off or kbv's callback removed"}}}}});
+    watch_->add(
+        "global_state_tamper", "error",
+        {{"when", "end of the evaluation"},
+         {"changes",
+          {{{"what", "op recording"}, {"name", "torch's RecordFunction switched off or kbv's callback removed"}}}}});
   }
   return watch_->findings();
 }

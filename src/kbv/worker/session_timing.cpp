@@ -74,7 +74,6 @@ void read_every_page(const py::handle& result) {
   }
 }
 
-
 }  // namespace
 
 void Session::fill_pool(const std::vector<std::uint64_t>& seeds) {
@@ -88,7 +87,8 @@ void Session::fill_pool(const std::vector<std::uint64_t>& seeds) {
 }
 
 void Session::fill_set(size_t index, std::uint64_t seed) {
-  if (index >= pool_.size()) throw ipc::Failure(ipc::FailureKind::internal, "no timing input set " + std::to_string(index));
+  if (index >= pool_.size())
+    throw ipc::Failure(ipc::FailureKind::internal, "no timing input set " + std::to_string(index));
   const py::list fresh = draw_standard(seed);
   // Same buffers, new values: a cache keyed by pointer returns stale results.
   py::list& set = pool_[index];
@@ -180,7 +180,8 @@ measure::TimedCall Session::timed_call(size_t set, const std::string& mode) {
 }
 
 const std::vector<at::Tensor>& Session::last_outputs(size_t set) const {
-  if (set >= last_.size()) throw ipc::Failure(ipc::FailureKind::internal, "no timed output for set " + std::to_string(set));
+  if (set >= last_.size())
+    throw ipc::Failure(ipc::FailureKind::internal, "no timed output for set " + std::to_string(set));
   if (last_[set].bad_output) throw ipc::Failure(ipc::FailureKind::incorrect, *last_[set].bad_output);
   return last_[set].outputs;
 }
@@ -198,7 +199,8 @@ nlohmann::json Session::measure_memory(const std::string& mode) {
     held = held_output_bytes(result.outputs, memory_->allocated() - before);
   }
   const std::int64_t transient = memory_->peak() - before;
-  nlohmann::json memory = {{"peak_bytes", transient + held}, {"transient_peak_bytes", transient}, {"held_output_bytes", held}};
+  nlohmann::json memory = {
+      {"peak_bytes", transient + held}, {"transient_peak_bytes", transient}, {"held_output_bytes", held}};
   if (driver_before) memory["driver_growth_bytes"] = *memory_->driver_used() - *driver_before;
   return memory;
 }

@@ -50,7 +50,8 @@ void handle_timed_calls(Session& session, Replies& replies, const ipc::commands:
     const size_t set = call.at("set");
     if (call.contains("fill")) session.fill_set(set, call["fill"].get<std::uint64_t>());
     const measure::TimedCall timed = session.timed_call(set, mode);
-    json result = {{"seconds", timed.seconds}, {"stream_seconds", timed.stream_seconds}, {"launch_seconds", timed.launch_seconds}};
+    json result = {
+        {"seconds", timed.seconds}, {"stream_seconds", timed.stream_seconds}, {"launch_seconds", timed.launch_seconds}};
     if (timed.host_wait_seconds) {
       result["host_wait_seconds"] = *timed.host_wait_seconds;
       result["end_on_device"] = timed.end_on_device;
@@ -63,7 +64,8 @@ void handle_timed_calls(Session& session, Replies& replies, const ipc::commands:
     header["results"].push_back(std::move(result));
   }
   std::vector<ipc::EncodedTensor> tensors;
-  for (size_t i = 0; i < gathered.size(); ++i) replies.attach(tensors, header["results"][i]["outputs"], check::to_host(gathered[i]));
+  for (size_t i = 0; i < gathered.size(); ++i)
+    replies.attach(tensors, header["results"][i]["outputs"], check::to_host(gathered[i]));
   header["cpu"] = session.cpu_totals();
   if (nlohmann::json gpu = session.gpu_totals(); !gpu.is_null()) header["gpu"] = std::move(gpu);
   replies.send(header, tensors);
@@ -74,7 +76,8 @@ void handle(Session& session, Replies& replies, ipc::Message& message) {
   const std::string name = header.at("cmd");
   using namespace ipc::commands;
   // The timing's commands, in its order; any other ends it.
-  if (name != Pool::kName && name != Warmup::kName && name != Flags::kName && name != TimedCalls::kName) session.end_timing();
+  if (name != Pool::kName && name != Warmup::kName && name != Flags::kName && name != TimedCalls::kName)
+    session.end_timing();
   if (name == Load::kName) {
     json facts = session.load(read<Load>(header));
     facts["status"] = "ok";

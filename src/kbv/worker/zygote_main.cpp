@@ -5,8 +5,8 @@
 #include <poll.h>
 #include <sched.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,8 +17,8 @@
 #include <string>
 #include <system_error>
 
-#include <nlohmann/json.hpp>
 #include <pybind11/pybind11.h>
+#include <nlohmann/json.hpp>
 
 #include "kbv/ipc/channel.h"
 #include "kbv/ipc/fd_passing.h"
@@ -141,7 +141,8 @@ int run_zygote(const std::string& python_executable) {
       std::fprintf(stderr, "kbv: zygote: %s\n", failed.what());
       return 1;
     }
-    if (request.status == ipc::PassedFds::Status::closed) {  // the parent closed the socket: done (no interpreter or torch teardown)
+    if (request.status ==
+        ipc::PassedFds::Status::closed) {  // the parent closed the socket: done (no interpreter or torch teardown)
       std::fflush(nullptr);
       _exit(0);
     }
