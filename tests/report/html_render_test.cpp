@@ -1,12 +1,14 @@
-// report.html rendered by headless Chromium: every plot lays out at a non-zero size. The page
-// itself has no script; the test adds one to a copy, which after layout writes each SVG's
-// rendered size into data attributes that --dump-dom prints.
+// report.html rendered by headless Chromium: every plot lays out at a non-zero size (a script the
+// test adds to a copy writes each SVG's rendered size into data attributes that --dump-dom
+// prints), and the candidates' table shows the view its address names, sorted and filtered.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "kbv/report/report_command.h"
 #include "sample_store.h"
@@ -82,6 +84,41 @@ TEST(HtmlRender, PlotsWithNothingToShowStillRender) {
     EXPECT_GT(width, 0);
     EXPECT_GT(height, 0);
   }
+}
+
+// The page's address names a view (docs/report.md): model-a's verified passes, fastest first.
+TEST(HtmlRender, TheCandidatesTableSortsAndFilters) {
+  const std::string chromium = find_chromium();
+  ASSERT_FALSE(chromium.empty()) << "chromium is not installed (apt-get install chromium)";
+  const fs::path dir = fixtures::fresh_dir("render_candidates");
+  ASSERT_EQ(run_report({fixtures::write_sample_store(dir).string(), (dir / "out").string()}), 0);
+  const std::string dom =
+      dump_dom(chromium, (dir / "out" / "report.html").string() + "#sort=-speedup&filter=pass+verified");
+  const std::size_t begin = dom.find("<table class=\"candidates\">");
+  ASSERT_NE(begin, std::string::npos) << dom.substr(0, 2000);
+  const std::string table = dom.substr(begin, dom.find("</table>", begin) - begin);
+  std::vector<double> shown;
+  int hidden = 0;
+  const std::regex row("<tr( hidden=\"\")?>(.*?)</tr>"), cell("<td>([^<]*)</td>");
+  for (auto it = std::sregex_iterator(table.begin(), table.end(), row); it != std::sregex_iterator(); ++it) {
+    const std::string cells_text = (*it)[2];
+    std::vector<std::string> cells;
+    for (auto c = std::sregex_iterator(cells_text.begin(), cells_text.end(), cell); c != std::sregex_iterator(); ++c) {
+      cells.push_back((*c)[1]);
+    }
+    if (cells.empty()) continue;  // the heads
+    if ((*it)[1].matched) {
+      ++hidden;
+      continue;
+    }
+    EXPECT_EQ(cells.at(2), "verified");
+    EXPECT_EQ(cells.at(4), "pass");
+    shown.push_back(std::stod(cells.at(5)));
+  }
+  EXPECT_EQ(shown, (std::vector<double>{2.0, 1.0, 0.5})) << table;
+  EXPECT_EQ(hidden, 8);
+  EXPECT_NE(table.find("<th aria-sort=\"descending\">speedup [95% CI]</th>"), std::string::npos) << table;
+  EXPECT_NE(dom.find("3 of 11 rows"), std::string::npos);
 }
 
 }  // namespace

@@ -106,6 +106,18 @@ TEST(Writers, SummaryJsonHoldsTheAggregatesUnderStableKeys) {
   EXPECT_NEAR(sessions[1]["lanes"][0]["busy_share"].get<double>(), 0.2, 1e-12);
   EXPECT_TRUE(summary["runs"][1]["sessions"].empty());
   EXPECT_EQ(summary["runs"][2]["sessions"].size(), 1u);
+  // Every record, as kbv report --candidates --json prints it: model-a has 6 verified and 5
+  // kernelbench records.
+  ASSERT_EQ(a["candidates"].size(), 11u);
+  int hacks = 0;
+  for (const json& row : a["candidates"]) {
+    if (row["verdict"] != "hack") continue;
+    ++hacks;
+    EXPECT_EQ(row["protocol"], "verified");
+    EXPECT_EQ(row["findings"][0]["id"], "timing_anomaly");
+  }
+  EXPECT_EQ(hacks, 1);
+  EXPECT_TRUE(summary["runs"][1]["candidates"].empty());
 }
 
 TEST(Writers, MarkdownHasTheTables) {
@@ -139,7 +151,15 @@ TEST(Writers, MarkdownHasTheTables) {
         // Each lane's device busy share, and a run no invocation of which kept its lanes.
         "### Device busy share", "| when | command | device | lane | evaluations | busy share | device s | wall s |",
         "| run | cuda | 0 | 10 | 80.0% | 80.0 | 100.0 |", "| run | cuda | 1 | 5 | 50.0% | 45.0 | 90.0 |",
-        "| serve | cuda | 0 | 2 | 20.0% | 10.0 | 50.0 |", "_none kept: no kbv run or kbv serve"}) {
+        "| serve | cuda | 0 | 2 | 20.0% | 10.0 | 50.0 |", "_none kept: no kbv run or kbv serve",
+        // Every record, one row each, the reason whole.
+        "### Candidates",
+        "| problem | candidate | protocol | device | verdict | speedup [95% CI] | peak | findings | reason |",
+        "| level1/2_Softmax | /s/a/level_1_problem_2_sample_1_kernel.py | verified | cuda | hack | 10.00x [9.00, "
+        "11.00] "
+        "| 1.00x | timing_anomaly,library_fallback(w) | timing_anomaly |",
+        "| level2/1_Conv | /s/a/level_2_problem_1_sample_1_kernel.py | verified | cuda | compile_error | - | - | - | - "
+        "|"}) {
     EXPECT_NE(md.find(expected), std::string::npos) << "missing: " << expected;
   }
 }
@@ -192,8 +212,9 @@ TEST(Writers, HtmlStandsAloneWithThreePlots) {
        {"fast_p against the threshold p", "Speedup against peak memory", "<title>Findings</title>"}) {
     EXPECT_NE(html.find(plot), std::string::npos) << plot;
   }
-  // No script, no external resource: the only URL is the SVG namespace.
-  EXPECT_EQ(html.find("<script"), std::string::npos);
+  // One inline script (the candidates' table), no external resource: the only URL is the SVG namespace.
+  EXPECT_EQ(html.find("<script"), html.rfind("<script"));
+  EXPECT_NE(html.find("<script>"), std::string::npos);
   EXPECT_EQ(html.find("src="), std::string::npos);
   EXPECT_EQ(html.find("href="), std::string::npos);
   EXPECT_EQ(html.find("https://"), std::string::npos);

@@ -206,6 +206,7 @@ std::vector<RunSummary> aggregate(const std::vector<RunResults>& runs, bool excl
         if (auto gap = gap_at(outcomes, level, device)) summary.gaps.push_back(std::move(*gap));
       }
     }
+    summary.outcomes = run.outcomes;
     summaries.push_back(std::move(summary));
   }
   return summaries;

@@ -54,14 +54,30 @@ std::vector<CandidateRow> candidate_rows(const std::vector<RunResults>& runs, co
   return rows;
 }
 
+std::vector<std::string> candidate_header() {
+  return {"problem", "candidate", "protocol", "device", "verdict", "speedup [95% CI]", "peak", "findings", "reason"};
+}
+
+std::vector<std::string> candidate_cells(const Outcome& o) {
+  return {problem_of(o),
+          o.path,
+          o.protocol,
+          o.device,
+          o.verdict,
+          speedup_of(o),
+          o.peak_ratio ? times(*o.peak_ratio) : "-",
+          findings_of(o),
+          o.reason.empty() ? "-" : o.reason};
+}
+
 std::string candidates_table(const std::vector<CandidateRow>& rows) {
-  std::vector<std::vector<std::string>> cells = {{"run", "problem", "candidate", "protocol", "device", "verdict",
-                                                  "speedup [95% CI]", "peak", "findings", "reason"}};
+  std::vector<std::vector<std::string>> cells = {candidate_header()};
+  cells.front().insert(cells.front().begin(), "run");
   for (const CandidateRow& row : rows) {
-    const Outcome& o = *row.outcome;
-    cells.push_back({row.run, problem_of(o), o.path, o.protocol, o.device, o.verdict, speedup_of(o),
-                     o.peak_ratio ? times(*o.peak_ratio) : "-", findings_of(o),
-                     o.reason.empty() ? "-" : cut(o.reason, 100)});
+    std::vector<std::string> line = candidate_cells(*row.outcome);
+    line.insert(line.begin(), row.run);
+    line.back() = cut(line.back(), 100);
+    cells.push_back(std::move(line));
   }
   std::vector<std::size_t> width(cells.front().size(), 0);
   for (const auto& line : cells) {

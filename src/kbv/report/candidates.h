@@ -26,6 +26,11 @@ struct CandidateRow {
 // The records that match `query`, run by run in the store's order.
 std::vector<CandidateRow> candidate_rows(const std::vector<RunResults>& runs, const CandidateQuery& query);
 
+// A record's columns as every writer prints them (this table, the report's Markdown and HTML):
+// problem, candidate, protocol, device, verdict, speedup [95% CI], peak, findings, reason.
+std::vector<std::string> candidate_header();
+std::vector<std::string> candidate_cells(const Outcome& outcome);
+
 // One line per row under a header; the reason and the findings last, cut to keep a line readable.
 std::string candidates_table(const std::vector<CandidateRow>& rows);
 

@@ -1,5 +1,6 @@
-// report.html: the report's tables and plots in one page that stands alone: inline CSS and SVG,
-// no external resource and no script. `exclude_uncured` as for markdown_report.
+// report.html: the report's tables and plots in one page that stands alone: inline CSS, SVG and
+// one inline script (the candidates' tables sort and filter), no external resource.
+// `exclude_uncured` as for markdown_report.
 #pragma once
 
 #include <string>

@@ -1,5 +1,6 @@
 #include "kbv/report/summary_json.h"
 
+#include "kbv/report/candidates.h"
 #include "kbv/report/format.h"
 
 namespace kbv::report {
@@ -111,6 +112,8 @@ json summary_json(const std::string& store, const std::vector<RunSummary>& runs,
                           {"wall_seconds", s.wall_seconds},
                           {"lanes", lanes}});
     }
+    std::vector<CandidateRow> records;
+    for (const Outcome& o : run.outcomes) records.push_back({run.name, &o});
     out_runs.push_back({{"name", run.name},
                         {"candidate_files", run.candidate_files},
                         {"unmatched", unmatched},
@@ -119,7 +122,8 @@ json summary_json(const std::string& store, const std::vector<RunSummary>& runs,
                         {"protocol_gaps", gaps},
                         {"problem_audit", to_json(run.audits)},
                         {"excluded_candidates", run.excluded_candidates},
-                        {"sessions", sessions}});
+                        {"sessions", sessions},
+                        {"candidates", candidates_json(records)}});
   }
   int excluded = 0;
   for (const RunSummary& run : runs) excluded += run.excluded_candidates;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kbv/report/candidates.h"
 #include "kbv/report/format.h"
 
 namespace kbv::report {
@@ -180,6 +181,19 @@ Table lanes(const RunSummary& run) {
   return t;
 }
 
+// Every record of the run, one row each (report/candidates.h): which candidate failed, under
+// which protocol, and why. Last: it is the longest.
+Table candidates(const RunSummary& run) {
+  Table t{"Candidates",
+          "Every record of the run, one row each, in the store's order; the reason says why the verdict.",
+          candidate_header(),
+          {},
+          "No records."};
+  for (const Outcome& o : run.outcomes) t.rows.push_back(candidate_cells(o));
+  t.id = "candidates";
+  return t;
+}
+
 }  // namespace
 
 std::string run_overview(const RunSummary& run) {
@@ -216,7 +230,7 @@ std::string uncured_note(const std::vector<RunSummary>& runs, bool exclude_uncur
 
 std::vector<Table> run_tables(const RunSummary& run) {
   return {problem_audit(run), verdicts(run),  speed(run),    memory(run), findings(run),
-          protocol_gap(run),  unmatched(run), failures(run), lanes(run)};
+          protocol_gap(run),  unmatched(run), failures(run), lanes(run),  candidates(run)};
 }
 
 }  // namespace kbv::report

@@ -14,7 +14,8 @@ struct Table {
   std::string note;  // one sentence on what the numbers are
   std::vector<std::string> header;
   std::vector<std::vector<std::string>> rows;
-  std::string empty;  // said instead of the table when there are no rows
+  std::string empty;    // said instead of the table when there are no rows
+  std::string id = "";  // "candidates": the HTML page lets the reader sort and filter it
 };
 
 // "12 candidate files, 2 unmatched, 24 records, 1 failed evaluations.", and how many candidates
@@ -26,7 +27,7 @@ std::string run_overview(const RunSummary& run);
 std::string uncured_note(const std::vector<RunSummary>& runs, bool exclude_uncured);
 
 // Problem audit, verdicts, speed, memory, findings, verified vs kernelbench, unmatched files,
-// failed evaluations, the lanes' device busy share.
+// failed evaluations, the lanes' device busy share, then every record (the candidates).
 std::vector<Table> run_tables(const RunSummary& run);
 
 }  // namespace kbv::report
