@@ -28,6 +28,7 @@
 #include "kbv/process/zygote.h"
 #include "kbv/protocol/record.h"
 #include "kbv/python/interpreter.h"
+#include "kbv/report/aggregate.h"
 #include "kbv/report/report_command.h"
 #include "kbv/run/discovery.h"
 #include "kbv/sandbox/spec.h"
@@ -36,15 +37,6 @@
 namespace {
 
 std::string self_executable() { return std::filesystem::canonical("/proc/self/exe").string(); }
-
-// Every verdict's name, for the options that take one (Verdict's last is unverifiable).
-std::vector<std::string> verdict_names() {
-  std::vector<std::string> names;
-  for (int v = 0; v <= static_cast<int>(kbv::protocol::Verdict::unverifiable); ++v) {
-    names.emplace_back(kbv::protocol::name(static_cast<kbv::protocol::Verdict>(v)));
-  }
-  return names;
-}
 
 // Workers forked from a zygote (process/zygote.h) or started afresh. auto is kbv's choice: on, on
 // both devices since the CUDA demo (with its device fault) gave the same verdicts forked
@@ -311,7 +303,7 @@ int main(int argc, char** argv) {
       "reason) and write nothing");
   rows->add_option("--run", report.query.run, "With --candidates: only this run's records");
   rows->add_option("--verdict", report.query.verdict, "With --candidates: only records of this verdict")
-      ->check(CLI::IsMember(verdict_names()));
+      ->check(CLI::IsMember(std::vector<std::string>(kbv::report::kVerdicts.begin(), kbv::report::kVerdicts.end())));
   rows->add_option("--protocol", report.query.protocol, "With --candidates: only records under this protocol")
       ->check(CLI::IsMember({"verified", "kernelbench"}));
   rows->add_option("--device", report.query.device, "With --candidates: only records on this device")
