@@ -42,7 +42,7 @@ std::set<std::string> catalogue_ids() {
 // The ids the C++ sources report: finding("id", ...), add("id", "error"|"warning", ...),
 // {"id", "error"|"warning", ...} and the C++ screen's {"token", "id"} rules.
 std::set<std::string> cxx_ids() {
-  const std::regex reported(R"re((?:finding|add)\("([a-z_]+)", *"(?:error|warning)")re"),
+  const std::regex reported(R"re((?:finding|add)\(\s*"([a-z_]+)",\s*"(?:error|warning)")re"),
       braced(R"re(\{"([a-z_]+)", "(?:error|warning)",)re"), screened(R"re(\{"[^"\n]+", "([a-z_]+)"\})re");
   std::set<std::string> ids;
   for (const auto& entry : fs::recursive_directory_iterator(kRoot / "src/kbv")) {

@@ -82,7 +82,9 @@ TEST(Families, TheFallbackFamiliesKeepSignsAndMoveMagnitudes) {
       const at::Tensor x = redraw(like, f, p, seed);
       EXPECT_TRUE(at::equal(x.sign(), like.sign())) << protocol::name(f);
       EXPECT_GT((x - like).abs().mean().item<double>(), 0.05 * like.abs().mean().item<double>()) << p.dump();
-      if (f == Family::powered) EXPECT_TRUE(at::equal(x.abs() < 1, like.abs() < 1)) << p.dump();
+      if (f == Family::powered) {
+        EXPECT_TRUE(at::equal(x.abs() < 1, like.abs() < 1)) << p.dump();
+      }
     }
   }
   const nlohmann::json spread = params(Family::rescaled);
