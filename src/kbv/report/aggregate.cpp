@@ -190,8 +190,9 @@ Stats stats_of(const std::vector<const Outcome*>& outcomes) {
 std::vector<RunSummary> aggregate(const std::vector<RunResults>& runs, bool exclude_uncured) {
   std::vector<RunSummary> summaries;
   for (const RunResults& run : runs) {
-    RunSummary summary{run.name, run.candidate_files, run.unmatched, run.failures, {}, {}, audits_of(run.outcomes),
-                       0,        run.sessions};
+    RunSummary summary{
+        run.name, run.candidate_files, run.unmatched, run.failures, {}, {}, audits_of(run.outcomes), 0, run.sessions,
+        {}};
     std::vector<Outcome> counted;
     for (const Outcome& o : run.outcomes) {
       if (!(exclude_uncured && on_uncured(o))) counted.push_back(o);
@@ -206,7 +207,7 @@ std::vector<RunSummary> aggregate(const std::vector<RunResults>& runs, bool excl
         if (auto gap = gap_at(outcomes, level, device)) summary.gaps.push_back(std::move(*gap));
       }
     }
-    summary.outcomes = run.outcomes;
+    summary.outcomes = counted;
     summaries.push_back(std::move(summary));
   }
   return summaries;

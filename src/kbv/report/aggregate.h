@@ -116,7 +116,7 @@ struct RunSummary {
   ProblemAudits audits;
   int excluded_candidates = 0;    // left out of groups and gaps by exclude_uncured
   std::vector<Session> sessions;  // the invocations that wrote its records, with their lanes' use
-  std::vector<Outcome> outcomes;  // every record, for the candidates' table (exclude_uncured's too)
+  std::vector<Outcome> outcomes;  // every record counted (not those exclude_uncured leaves out), one row each
 };
 
 // With `exclude_uncured`, the records for which on_uncured() holds are left out of every group and

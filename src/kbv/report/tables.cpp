@@ -185,7 +185,7 @@ Table lanes(const RunSummary& run) {
 // which protocol, and why. Last: it is the longest.
 Table candidates(const RunSummary& run) {
   Table t{"Candidates",
-          "Every record of the run, one row each, in the store's order; the reason says why the verdict.",
+          "Every record of the run counted above, one row each, in the store's order; the reason says why the verdict.",
           candidate_header(),
           {},
           "No records."};
