@@ -1,13 +1,11 @@
 #include "kbv/run/runner.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <fstream>
-#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -19,6 +17,7 @@
 #include "kbv/eval/evaluation.h"
 #include "kbv/lane/lane.h"
 #include "kbv/protocol/record.h"
+#include "kbv/run/builds_ahead.h"
 #include "kbv/run/progress.h"
 
 namespace kbv::run {
@@ -97,13 +96,7 @@ class Runner {
   std::map<std::string, std::vector<std::int64_t>> candidate_ids_;  // by path, for the builds' rows
   std::optional<Progress> progress_;
 
-  // The builds ahead: each candidate's future is ready once built (or its build given up).
-  std::map<std::string, std::shared_future<void>> built_;
-  std::map<std::string, std::promise<void>> building_;
-  std::mutex build_mutex_;  // building_, finished_, the build totals
-  std::set<std::string> finished_;
-  std::atomic<bool> stop_building_ = false;  // no device: the builds would serve no one
-  std::thread builder_;
+  std::optional<BuildsAhead> builds_;  // its done callback alone writes the build totals
 
   std::mutex mutex_;  // everything below
   RunTotals totals_;
@@ -203,7 +196,6 @@ json Runner::run_on_ray() {
 // Builds, on every core, in the order the lanes will want them; on the CPU all of them before any
 // timing (they would share the cores the timing measures).
 void Runner::build_ahead() {
-  for (const std::string& path : to_build_) built_[path] = building_[path].get_future().share();
   eval::CompileRequest compile;
   compile.candidates = to_build_;
   compile.device = request_.device;
@@ -212,9 +204,7 @@ void Runner::build_ahead() {
   compile.timeout_seconds = request_.compile_timeout_seconds;
   compile.cache_dir = request_.cache_dir;
   compile.launch = request_.launch;
-  compile.cancelled = [this] { return stop_building_.load(); };
-  compile.done = [this](const eval::CompileResult& result) {
-    std::lock_guard lock(build_mutex_);
+  const auto done = [this](const eval::CompileResult& result) {
     for (const std::int64_t id : candidate_ids_[result.candidate])
       store_.compiled(id, request_.device, result.outcome, result.seconds);
     totals_.build_seconds += result.seconds;
@@ -224,22 +214,8 @@ void Runner::build_ahead() {
       progress_->note("kbv: " + result.candidate + ": the build at line " + missed.at("line").dump() +
                       " is made when evaluated, not ahead (" + missed.at("why").get<std::string>() + ")");
     }
-    building_[result.candidate].set_value();
-    finished_.insert(result.candidate);
   };
-  builder_ = std::thread([this, compile] {
-    try {
-      eval::compile_candidates(compile);
-    } catch (const std::exception& error) {
-      progress_->note(std::string("kbv: building ahead stopped: ") + error.what() +
-                      " (candidates build when evaluated)");
-    }
-    std::lock_guard lock(build_mutex_);  // no lane waits for a build that will not come
-    for (auto& [path, promise] : building_) {
-      if (!finished_.count(path)) promise.set_value();
-    }
-  });
-  if (request_.device == "cpu") builder_.join();
+  builds_.emplace(std::move(compile), done, [this](const std::string& line) { progress_->note(line); });
 }
 
 // The first group in order whose candidates are built, else the first left: on a GPU the lane
@@ -250,10 +226,8 @@ std::optional<Key> Runner::claim() {
   std::lock_guard lock(mutex_);
   if (unclaimed_ == 0 || no_device_) return std::nullopt;
   const auto is_built = [&](size_t g) {
-    return std::all_of(
-        groups_.at(order_[g]).pending.begin(), groups_.at(order_[g]).pending.end(), [&](const Pending& p) {
-          return built_.at(p.job->candidate.path).wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-        });
+    return std::all_of(groups_.at(order_[g]).pending.begin(), groups_.at(order_[g]).pending.end(),
+                       [&](const Pending& p) { return builds_->ready(p.job->candidate.path); });
   };
   size_t pick = order_.size();
   for (size_t g = 0; g < order_.size(); ++g) {
@@ -307,7 +281,7 @@ void Runner::audit_problem(const Pending& p, const eval::WorkerLaunch& launch) {
 void Runner::stop_for_no_device() {
   std::lock_guard lock(mutex_);
   no_device_ = std::current_exception();
-  stop_building_ = true;
+  builds_->stop();
 }
 
 void Runner::count(const Pending& p, const lane::Outcome& outcome, const std::string& where) {
@@ -349,7 +323,7 @@ void Runner::evaluate_groups(lane::Lane& mine) {
     }
     for (size_t i = 0; i < group.pending.size(); ++i) {
       const Pending& p = group.pending[i];
-      built_.at(p.job->candidate.path).wait();
+      builds_->wait(p.job->candidate.path);
       // The next candidate's worker starts beside this evaluation; after a group's last, the next
       // group's first, with its reference side.
       std::optional<lane::Item> next;
@@ -402,7 +376,7 @@ RunTotals Runner::run() {
     lanes.emplace_back([this] { lane(""); });
   }
   for (std::thread& t : lanes) t.join();
-  if (builder_.joinable()) builder_.join();
+  builds_->join();
   progress_->finish();
   if (no_device_) std::rethrow_exception(no_device_);
   json lane_use = json::array();
