@@ -207,7 +207,7 @@ std::vector<RunSummary> aggregate(const std::vector<RunResults>& runs, bool excl
         if (auto gap = gap_at(outcomes, level, device)) summary.gaps.push_back(std::move(*gap));
       }
     }
-    summary.outcomes = counted;
+    summary.outcomes = std::move(counted);
     summaries.push_back(std::move(summary));
   }
   return summaries;

@@ -84,10 +84,9 @@ void write_table(std::ostream& out, const Table& t) {
     return;
   }
   if (interactive) {
-    out << "<p><input class=\"filter\" type=\"search\" aria-label=\"filter the rows\" placeholder=\"Filter: words "
-           "every "
-           "row shown holds (a verdict, a protocol, a problem, a finding)\"> <span class=\"shown note\"></span>; a "
-           "click on a column's head sorts by it.</p>\n";
+    out << "<p><input class=\"filter\" type=\"search\" aria-label=\"filter the rows\" "
+           "placeholder=\"Filter: words every row shown holds (a verdict, a protocol, a problem, a finding)\"> "
+           "<span class=\"shown note\"></span>; a click on a column's head sorts by it.</p>\n";
   }
   out << "<div class=\"wide\"><table" << (interactive ? " class=\"candidates\"" : "") << ">\n<tr>";
   for (const std::string& h : t.header) out << "<th>" << escape_xml(h) << "</th>";

@@ -13,8 +13,7 @@ BuildsAhead::BuildsAhead(eval::CompileRequest compile, std::function<void(const 
   compile.done = [this, done = std::move(done)](const eval::CompileResult& result) {
     std::lock_guard lock(mutex_);
     done(result);
-    building_[result.candidate].set_value();
-    finished_.insert(result.candidate);
+    if (auto waiting = building_.extract(result.candidate)) waiting.mapped().set_value();
   };
   const bool background = compile.background;
   builder_ = std::thread([this, compile = std::move(compile), note = std::move(note)] {
@@ -24,9 +23,8 @@ BuildsAhead::BuildsAhead(eval::CompileRequest compile, std::function<void(const 
       note(std::string("kbv: building ahead stopped: ") + error.what() + " (candidates build when evaluated)");
     }
     std::lock_guard lock(mutex_);  // no lane waits for a build that will not come
-    for (auto& [path, promise] : building_) {
-      if (!finished_.count(path)) promise.set_value();
-    }
+    for (auto& [path, promise] : building_) promise.set_value();
+    building_.clear();
   });
   if (!background) join();
 }

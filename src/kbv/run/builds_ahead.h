@@ -9,7 +9,6 @@
 #include <future>
 #include <map>
 #include <mutex>
-#include <set>
 #include <string>
 #include <thread>
 
@@ -38,9 +37,8 @@ class BuildsAhead {
 
  private:
   std::map<std::string, std::shared_future<void>> built_;  // filled before the builder starts: read-only
-  std::map<std::string, std::promise<void>> building_;
-  std::mutex mutex_;  // building_, finished_, the done callback
-  std::set<std::string> finished_;
+  std::map<std::string, std::promise<void>> building_;     // the builds not over yet
+  std::mutex mutex_;                                       // building_, the done callback
   std::atomic<bool> stopped_ = false;
   std::thread builder_;
 };
