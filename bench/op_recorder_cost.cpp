@@ -1,6 +1,8 @@
-// What kbv's op recorder (worker/op_recorder.h) costs an aten op: the host time of a small op
-// dispatched with no recorder, with the recorder's callback registered but not recording, and
-// recording, in alternating blocks of one process (CPU ops; CUDA launches where a GPU is present).
+// What kbv's RecordFunction callbacks cost an aten op: the host time of a small op dispatched with
+// none, with the op recorder's (worker/op_recorder.h) registered but not recording, and recording;
+// then with the check of kbv's steps (worker/step_kernels.h) in a model's call (idle) and armed
+// (every op looked up and its registrations counted), in alternating blocks of one process (CPU
+// ops; CUDA launches where a GPU is present).
 // Prints a table; the figures go to docs/performance.md with machine, date and commit.
 // Usage: build/kbv_op_recorder_cost [ops per block]
 #include <chrono>
@@ -16,6 +18,7 @@
 
 #include "kbv/measure/statistics.h"
 #include "kbv/worker/op_recorder.h"
+#include "kbv/worker/step_kernels.h"
 
 namespace {
 
@@ -28,22 +31,35 @@ double block_ns(const std::function<void()>& op, int ops) {
 
 void measure(const char* what, const std::function<void()>& op, const std::function<void()>& drain, int ops) {
   constexpr int kRounds = 15;
-  std::vector<double> off, registered, recording;
+  std::vector<double> off, registered, recording, idle, armed;
   for (int round = 0; round < kRounds; ++round) {
     drain();
     off.push_back(block_ns(op, ops));
-    std::optional<kbv::worker::OpRecorder> recorder(std::in_place);
-    drain();
-    registered.push_back(block_ns(op, ops));
-    recorder->start();
-    recording.push_back(block_ns(op, ops));
-    recorder->stop();
+    {
+      kbv::worker::OpRecorder recorder;
+      drain();
+      registered.push_back(block_ns(op, ops));
+      recorder.start();
+      recording.push_back(block_ns(op, ops));
+      recorder.stop();
+    }
+    {
+      kbv::worker::StepKernels kernels;
+      kernels.arm();
+      drain();
+      {
+        const kbv::worker::StepKernels::ModelCall call(&kernels);
+        idle.push_back(block_ns(op, ops));
+      }
+      drain();
+      armed.push_back(block_ns(op, ops));
+    }
     drain();
   }
   const double base = kbv::measure::median(off);
-  std::printf("| %s | %.0f | %.0f (+%.0f) | %.0f (+%.0f) |\n", what, base, kbv::measure::median(registered),
-              kbv::measure::median(registered) - base, kbv::measure::median(recording),
-              kbv::measure::median(recording) - base);
+  const auto more = [&](const std::vector<double>& ns) { return kbv::measure::median(ns) - base; };
+  std::printf("| %s | %.0f | +%.0f | +%.0f | +%.0f | +%.0f |\n", what, base, more(registered), more(recording),
+              more(idle), more(armed));
 }
 
 }  // namespace
@@ -51,7 +67,9 @@ void measure(const char* what, const std::function<void()>& op, const std::funct
 int main(int argc, char** argv) {
   const int ops = argc > 1 ? std::atoi(argv[1]) : 20000;
   std::printf("ns per op, median of 15 blocks of %d ops each\n\n", ops);
-  std::printf("| op | no recorder | registered | recording |\n|---|---|---|---|\n");
+  std::printf(
+      "| op | no callback | recorder registered | recording | step check in a model's call | step check armed "
+      "|\n|---|---|---|---|---|---|\n");
   at::Tensor a = at::ones({4}), b = at::ones({4}), out = at::empty({4});
   measure(
       "CPU at::add_out, 4 floats", [&] { at::add_out(out, a, b); }, [] {}, ops);

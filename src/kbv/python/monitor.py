@@ -32,16 +32,40 @@ COMPUTE_KEYS = frozenset(("CPU", "CUDA", "CompositeImplicitAutograd", "Composite
                           "AutogradOther", "ADInplaceOrView", "BackendSelect"))
 
 
+def compute_kernels(listing):
+    """The lines of a dispatcher listing (torch._C._dispatch_dump) for COMPUTE_KEYS, the active and the
+    overridden kernels: a kernel registered over one (TORCH_LIBRARY_IMPL in C++, torch.library in
+    Python) adds a line whatever registrant it names, so no name it gives itself hides it."""
+    return tuple(line for line in listing.splitlines()
+                 if line.split(":", 1)[0].removesuffix(" (inactive)") in COMPUTE_KEYS)
+
+
 def aten_kernels():
-    """Per aten operator, its kernels for COMPUTE_KEYS as the dispatcher lists them, the active and the
-    overridden ones: a kernel registered over one (TORCH_LIBRARY_IMPL in C++, torch.library in Python)
-    adds a line whatever registrant it names, so no name it gives itself hides it. ~60 ms."""
-    kernels = {}
-    for name in torch._C._dispatch_get_all_op_names():
-        if name.startswith("aten::"):
-            kernels[name] = tuple(line for line in torch._C._dispatch_dump(name).splitlines()
-                                  if line.split(":", 1)[0].removesuffix(" (inactive)") in COMPUTE_KEYS)
-    return kernels
+    """Per aten operator, its kernels for COMPUTE_KEYS as the dispatcher lists them. ~60 ms."""
+    return {name: compute_kernels(torch._C._dispatch_dump(name))
+            for name in torch._C._dispatch_get_all_op_names() if name.startswith("aten::")}
+
+
+def kernel_change(name, known, kernels):
+    """An evidence item if an aten operator's kernels for COMPUTE_KEYS differ from those `known`."""
+    if kernels == known:
+        return None
+    return {"what": "aten kernel", "name": name,
+            "added": [k for k in kernels if k not in known][:4], "gone": [k for k in known if k not in kernels][:4]}
+
+
+def step_kernel_changes(before, seen):
+    """Evidence items for the aten operators run in kbv's steps (worker/step_kernels.h: `seen` holds
+    (name, listing) pairs, each listing as it was when the operator started) whose kernels for
+    COMPUTE_KEYS differed from those before the import."""
+    changes = []
+    for name, listing in seen:
+        change = kernel_change(name, before["aten_kernels"].get(name, ()), compute_kernels(listing))
+        if change:
+            changes.append(dict(change, what="aten kernel run in kbv's steps"))
+    return changes
+
+
 def backend_fallbacks():
     """The dispatch keys with a backend fallback: a boxed kernel every op without one of its own runs
     through (TORCH_LIBRARY_IMPL(_, Key, m) with m.fallback()), which no operator's dump lists. The
@@ -142,10 +166,9 @@ def state_changes(before, after):
         if after["hooks"][name] != identity:
             changes.append({"what": "hook", "name": name})
     for name, kernels in after["aten_kernels"].items():
-        known = before["aten_kernels"].get(name, ())
-        if kernels != known:
-            changes.append({"what": "aten kernel", "name": name,
-                            "added": [k for k in kernels if k not in known][:4], "gone": [k for k in known if k not in kernels][:4]})
+        change = kernel_change(name, before["aten_kernels"].get(name, ()), kernels)
+        if change:
+            changes.append(change)
     known, now = before["backend_fallbacks"], after["backend_fallbacks"]
     if now != known:
         changes.append({"what": "dispatcher", "name": "backend fallbacks",

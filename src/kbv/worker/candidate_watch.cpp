@@ -61,6 +61,7 @@ py::tuple CandidateWatch::import_candidate() {
   monitor.attr("arm_tripwires")();
   before_import_ = monitor.attr("snapshot")();
   routes_.emplace();
+  step_kernels_.emplace();
   handlers_before_ = signal_handlers();
   py::tuple watched = monitor.attr("import_watched")(python::harness().attr("load_candidate"), candidate_path_,
                                                      "kbv_candidate", problem_path_);
@@ -104,6 +105,16 @@ void CandidateWatch::check_routes(const std::string& when) {
   if (nlohmann::json changes = routes_->restore(); !changes.empty()) {
     add("global_state_tamper", "error", {{"when", when}, {"changes", std::move(changes)}});
   }
+  const std::vector<StepKernels::Seen> seen = step_kernels_->take();
+  if (seen.empty()) return;
+  py::list listings;
+  for (const StepKernels::Seen& s : seen) listings.append(py::make_tuple(s.op, s.listing));
+  nlohmann::json changes = to_json(python::monitor().attr("step_kernel_changes")(before_import_, listings));
+  if (!changes.empty()) add("global_state_tamper", "error", {{"when", when}, {"changes", std::move(changes)}});
+}
+
+void CandidateWatch::watch_steps() {
+  if (step_kernels_) step_kernels_->arm();
 }
 
 void CandidateWatch::check_threads(const py::object& native_before, const std::string& when) {

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kbv/worker/dispatch_routes.h"
+#include "kbv/worker/step_kernels.h"
 
 namespace kbv::worker {
 
@@ -30,8 +31,16 @@ class CandidateWatch {
   // the routes into the dispatcher included (check_routes).
   void check_state(const std::string& when);
   // Compares the main thread's routes into the dispatcher with those before the import and puts
-  // its key sets back (worker/dispatch_routes.h): after each call, and before each of kbv's draws.
+  // its key sets back (worker/dispatch_routes.h), and judges the aten operators kbv's steps ran with
+  // kernels other than those before the import (worker/step_kernels.h): after each call, and before
+  // each of kbv's draws.
   void check_routes(const std::string& when);
+  // From now on (the import and the construction checked) kbv's steps are watched for kernels of
+  // the candidate's; the model's calls run within model_call().
+  void watch_steps();
+  StepKernels::ModelCall model_call() const {
+    return StepKernels::ModelCall(step_kernels_ ? &*step_kernels_ : nullptr);
+  }
 
   // Around one checked call: `inputs` are the call's tensors, `before` their clones when the
   // content is to be compared (none: storage checks only), `flags` the TF32 flags set for it.
@@ -53,8 +62,9 @@ class CandidateWatch {
 
  private:
   std::string problem_path_, candidate_path_;
-  pybind11::object before_import_;        // monitor.snapshot() before the candidate ran at all
-  std::optional<DispatchRoutes> routes_;  // the main thread's, before the import
+  pybind11::object before_import_;           // monitor.snapshot() before the candidate ran at all
+  std::optional<DispatchRoutes> routes_;     // the main thread's, before the import
+  std::optional<StepKernels> step_kernels_;  // the aten operators' registrations, before the import
   // Each signal's handler before the import: a handler of the candidate's runs its code whenever
   // the signal comes (a fault handler filling protected output pages when kbv reads them, a timer
   // signal doing work between timed calls).

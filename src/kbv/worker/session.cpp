@@ -193,7 +193,10 @@ nlohmann::json Session::load(const ipc::commands::Load& command) {
   measure::synchronize(device_);
   step("to_device");
   facts["footprint_bytes"] = memory_->allocated() - before;
-  if (watch_) watch_->check_state("import and construction");
+  if (watch_) {
+    watch_->check_state("import and construction");
+    watch_->watch_steps();
+  }
   step("watch");
   return facts;
 }
@@ -243,6 +246,7 @@ Forward Session::forward(const std::string& mode, const py::list& inputs, const 
 
 py::object Session::call_forward(const py::list& inputs) {
   const CallSpan gpu_span(gpu_ledger_);
+  const StepKernels::ModelCall model_call = watch_ ? watch_->model_call() : StepKernels::ModelCall(nullptr);
   const bool candidate = role_ == Role::candidate;
   return guarded(candidate ? ipc::FailureKind::runtime_error : ipc::FailureKind::reference_error,
                  candidate ? "ModelNew.forward raised" : "Model.forward raised",

@@ -62,6 +62,7 @@ nlohmann::json Session::traced_forward(const py::list& inputs, const std::string
   if (ops_) ops_->start();
   py::tuple traced;
   try {
+    const StepKernels::ModelCall model_call = watch_->model_call();
     traced = guarded(ipc::FailureKind::runtime_error, "ModelNew.forward raised under the profiler", [&] {
       return python::monitor().attr("trace_call")(bound_forward(model_, inputs), device_.str(), extensions_dir(),
                                                   watch_->problem_path());
