@@ -2,6 +2,7 @@
 // machine and with busy threads on every core beside it. Loaded, its speedup either stays within
 // 10% of the quiet figure or is marked unreliable with the contention named: never a confident
 // wrong figure.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -64,6 +65,29 @@ TEST(Stability, ANoisyNeighbourNeverGivesAConfidentWrongSpeedup) {
   }
   std::printf("quiet %.3fx (%s), loaded %.3fx (%s)\n", quiet_speedup, quiet_timing.at("stability").dump().c_str(),
               loaded_speedup, stability.dump().c_str());
+}
+
+// Paired timing (--paired): the baseline timed in the candidate's rounds, the speedup the median
+// of the rounds' ratios, inside its interval, said so in the summary.
+TEST(Stability, PairedRoundsGiveTheSpeedupAsTheirMedian) {
+  const Outcome r = kbv_eval({(kExamples / "problems/1_ReLU.py").string(),
+                              (kExamples / "candidates/1_ReLU/cpu_honest.py").string(), "--paired"},
+                             "paired");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(r.record.at("verdict"), "pass") << r.record.at("verdict_reason");
+  EXPECT_TRUE(r.record.at("protocol").at("timing").at("paired").get<bool>());
+  const json& timing = r.record.at("timing");
+  std::vector<double> ratios = timing.at("round_ratios").get<std::vector<double>>();
+  ASSERT_GE(ratios.size(), 10u);
+  std::sort(ratios.begin(), ratios.end());
+  const size_t n = ratios.size();
+  const double median = n % 2 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2;
+  EXPECT_DOUBLE_EQ(timing.at("speedup").get<double>(), median);
+  EXPECT_LE(timing.at("speedup_ci")[0].get<double>(), median);
+  EXPECT_GE(timing.at("speedup_ci")[1].get<double>(), median);
+  EXPECT_FALSE(timing.at("baseline").at("samples_seconds").empty());
+  EXPECT_FALSE(r.record.at("stage_seconds").contains("baseline")) << "timed in the rounds, not before the import";
+  EXPECT_NE(r.out.find("paired rounds"), std::string::npos) << r.out;
 }
 
 }  // namespace

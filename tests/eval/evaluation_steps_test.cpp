@@ -17,6 +17,7 @@
 
 #include "kbv/common/remove_tree.h"
 #include "kbv/eval/evaluation.h"
+#include "kbv/eval/paired_timing.h"
 #include "kbv/eval/reference_side.h"
 #include "kbv/eval/worker_port.h"
 #include "kbv/protocol/protocol.h"
@@ -148,11 +149,12 @@ class EvaluationSteps : public ::testing::Test {
 
   // One evaluation of a scripted candidate against a scripted reference, with a previous
   // candidate's worker left to reap (kbv run's relay).
-  protocol::Record evaluate_scripted(const Script& script) {
+  protocol::Record evaluate_scripted(const Script& script, bool paired = false) {
     EvalRequest request;
     request.problem = (folder_ / "problem.py").string();
     request.candidate = (folder_ / "candidate.py").string();
     request.protocol = protocol::verified();
+    request.protocol.timing.paired = paired;
     request.launch.sandbox = false;
     ReferenceConfig config;
     config.problem = request.problem;
@@ -233,6 +235,45 @@ TEST_F(EvaluationSteps, AStochasticReferenceEndsItBeforeTheCandidateRuns) {
   EXPECT_FALSE(has("candidate screen")) << dump();
   EXPECT_FALSE(has("candidate load"));
   EXPECT_FALSE(has("reference timed_calls"));
+}
+
+// Paired timing: the baseline is timed in the candidate's rounds, after its checks, each round
+// one batch of each side; the reference is traced after them; the speedup is the rounds' median.
+TEST_F(EvaluationSteps, PairedTimingAlternatesTheSidesAfterTheCandidatesChecks) {
+  const protocol::Record record = evaluate_scripted({}, /*paired=*/true);
+  ASSERT_EQ(record.verdict, protocol::Verdict::pass) << record.verdict_reason << "\n" << dump();
+  ASSERT_TRUE(record.speedup);
+  EXPECT_DOUBLE_EQ(*record.speedup, 2.0);
+  ASSERT_GE(record.round_ratios.size(), static_cast<size_t>(kMinRounds));
+  for (const double ratio : record.round_ratios) EXPECT_DOUBLE_EQ(ratio, 2.0);
+  ASSERT_TRUE(record.speedup_ci_low);
+  EXPECT_DOUBLE_EQ(*record.speedup_ci_low, 2.0);
+
+  EXPECT_LT(last("candidate check"), first("reference timed_calls")) << dump();
+  EXPECT_LT(first("reference warmup"), first("candidate warmup")) << "both warm before the first round";
+  EXPECT_LT(first("candidate warmup"), first("reference timed_calls"));
+  EXPECT_LT(first("candidate warmup"), first("candidate timed_calls"));
+  // Each round times each side once: the two sides' batches alternate in pairs.
+  std::vector<std::string> batches;
+  for (const std::string& entry : log_) {
+    if (entry == "reference timed_calls" || entry == "candidate timed_calls") batches.push_back(entry);
+  }
+  ASSERT_EQ(batches.size(), 2 * record.round_ratios.size());
+  for (size_t round = 0; round < record.round_ratios.size(); ++round) {
+    EXPECT_NE(batches[2 * round], batches[2 * round + 1]) << "round " << round << "\n" << dump();
+  }
+  EXPECT_LT(last("reference timed_calls"), first("reference memory"));
+  EXPECT_LT(first("reference memory"), first("reference drop_pool"));
+  EXPECT_LT(last("reference timed_calls"), first("reference trace")) << "traced after everything the reference times";
+  EXPECT_LT(first("reference trace"), first("candidate probe"));
+}
+
+TEST_F(EvaluationSteps, ACandidateThatFailsInPairedRoundsLeavesTheReferencesPoolLetGo) {
+  const protocol::Record record = evaluate_scripted({.candidate_fails_at = "timed_calls"}, /*paired=*/true);
+  EXPECT_EQ(record.verdict, protocol::Verdict::runtime_error) << dump();
+  EXPECT_TRUE(has("reference drop_pool")) << dump();
+  EXPECT_FALSE(has("reference memory")) << "no baseline memory from rounds that did not complete";
+  EXPECT_FALSE(record.speedup);
 }
 
 }  // namespace

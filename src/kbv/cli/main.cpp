@@ -155,7 +155,7 @@ kbv::eval::WorkerLaunch worker_launch(const std::string& zygote, const SandboxOp
 struct EvalOptions {
   std::string problem, candidate, device = "cpu", protocol = "verified", json_path;
   double timeout = 120, compile_timeout = 1800;
-  bool quiet = false;
+  bool quiet = false, paired = false;
 };
 
 int run_eval(const EvalOptions& options, const std::string& zygote, const SandboxOptions& sandbox,
@@ -165,6 +165,7 @@ int run_eval(const EvalOptions& options, const std::string& zygote, const Sandbo
   request.candidate = std::filesystem::absolute(options.candidate).lexically_normal().string();
   request.device = options.device;
   request.protocol = kbv::protocol::preset(options.protocol);
+  request.protocol.timing.paired = options.paired;
   request.timeout_seconds = options.timeout;
   request.compile_timeout_seconds = options.compile_timeout;
   request.cache_dir = kbv::cache_dir();
@@ -259,6 +260,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   eval_cmd->add_option("--compile-timeout", eval.compile_timeout, "Seconds the candidate's import (and build) may take")
       ->capture_default_str();
+  eval_cmd->add_flag("--paired", eval.paired,
+                     "Time baseline and candidate in alternating rounds; the speedup is the median of the rounds' "
+                     "ratios");
   eval_cmd->add_flag("--quiet", eval.quiet, "No progress lines on stderr");
   add_zygote_option(eval_cmd, zygote);
   add_sandbox_options(eval_cmd, sandbox_options);

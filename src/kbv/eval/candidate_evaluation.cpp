@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kbv/eval/correctness.h"
+#include "kbv/eval/paired_timing.h"
 #include "kbv/eval/stage.h"
 #include "kbv/hacks/judge.h"
 #include "kbv/ipc/commands.h"
@@ -72,15 +73,16 @@ CandidateEvaluation::CandidateEvaluation(WorkerPort& worker, ReferenceSide& refe
       detect_(request.protocol.detection.enabled),
       first_checked_(first_judged(references)) {}
 
-void CandidateEvaluation::run(const std::function<void()>& before_timing) {
+void CandidateEvaluation::run(const Hooks& hooks) {
   if (detect_) screen();
   import();
   if (!checks()) return;
   if (record_.verdict == Verdict::unverifiable) return;
-  if (record_.verdict == Verdict::pass) timing(before_timing);
+  if (record_.verdict == Verdict::pass) timing(hooks.before_timing);
   // The probe runs whether or not the checks passed (a hack that also computes wrong values is
   // still named), after the timing: its trace leaves the profiler's CUPTI attached to the process
   // (kineto does not tear it down), and every timed call after it would pay for that.
+  hooks.before_probe();
   if (detect_) probe();
   gather_watched();
 }
@@ -170,7 +172,9 @@ void CandidateEvaluation::timing(const std::function<void()>& before_timing) {
   const protocol::Protocol& protocol = request_.protocol;
   before_timing();
   request_.progress("candidate: timing");
-  {
+  if (protocol.timing.paired) {
+    paired_timing();
+  } else {
     const Stage stage(record_, "timing");
     TimingRun timing =
         run_timing(worker_, "candidate", protocol, rng_, request_.timeout_seconds, protocol.timing.check_timed_outputs);
@@ -184,6 +188,31 @@ void CandidateEvaluation::timing(const std::function<void()>& before_timing) {
   // The timed input sets and their outputs go before the probe draws its own: 24 GiB under
   // `verified` for a 6 GiB problem, with which its probe ran out of memory on an 80 GB card.
   worker_.request(commands::message(commands::DropPool{}), Seconds(request_.timeout_seconds));
+}
+
+void CandidateEvaluation::paired_timing() {
+  const protocol::Protocol& protocol = request_.protocol;
+  const Stage stage(record_, "timing");
+  TimedSide baseline = reference_.paired_side();
+  TimedSide candidate(worker_, "candidate", protocol, rng_, request_.timeout_seconds,
+                      protocol.timing.check_timed_outputs);
+  PairedTiming paired;
+  try {
+    paired = run_paired(baseline, candidate, rng_);
+  } catch (...) {
+    try {
+      reference_.end_baseline_timing(false);  // the reference's pool goes whichever side failed
+    } catch (const EvalError&) {
+      // The rounds' own failure says more; a reference that cannot let go fails the next step.
+    }
+    throw;
+  }
+  reference_.end_baseline_timing(true);
+  record_.baseline = std::move(paired.baseline.result);
+  record_.baseline_memory = reference_.baseline_memory();
+  record_.candidate_timing = std::move(paired.candidate.result);
+  record_.round_ratios = std::move(paired.ratios);
+  sketches_ = std::move(paired.candidate.sketches);
 }
 
 void CandidateEvaluation::probe() {

@@ -25,9 +25,16 @@ class CandidateEvaluation {
   CandidateEvaluation(WorkerPort& worker, ReferenceSide& reference, const EvalRequest& request,
                       const std::vector<ReferenceDraw>& references, std::mt19937_64& rng, protocol::Record& record);
 
-  // Every step; `before_timing` runs just before the candidate's timing (kbv run's relay: the
-  // previous workers reaped, the next ones waited for).
-  void run(const std::function<void()>& before_timing);
+  // The evaluation's hooks: `before_timing` runs just before the candidate's timing (kbv run's
+  // relay: the previous workers reaped, the next ones waited for), `before_probe` before the probe,
+  // whether or not the timing ran (the reference's trace, where paired timing puts it after the
+  // rounds).
+  struct Hooks {
+    std::function<void()> before_timing = [] {};
+    std::function<void()> before_probe = [] {};
+  };
+  // Every step.
+  void run(const Hooks& hooks);
   // The timed outputs' samples, for the reference's side of their checks.
   std::vector<TimedOutputSketch>& sketches() { return sketches_; }
 
@@ -37,6 +44,8 @@ class CandidateEvaluation {
   // False where a check settled the verdict: the candidate changed how the inputs are drawn.
   bool checks();
   void timing(const std::function<void()>& before_timing);
+  // Timing::paired: the baseline's rounds beside the candidate's, in the reference's worker.
+  void paired_timing();
   void probe();
   void gather_watched();
 

@@ -100,8 +100,10 @@ bool Evaluation::reference_draws() {
   return false;
 }
 
-// Timed by this evaluation's side once; later ones of a kbv run reuse it.
+// Timed by this evaluation's side once; later ones of a kbv run reuse it. Paired timing times it
+// in the candidate's rounds instead (candidate_evaluation.h).
 void Evaluation::baseline() {
+  if (request_.protocol.timing.paired) return;
   if (!reference_.baseline_measured()) {
     {
       const Stage stage(record_, "import");
@@ -127,17 +129,21 @@ void Evaluation::floor_and_trace() {
     copy_seconds_ = reference_.copy_seconds(output_bytes_);
   }
   // The reference's own ops, for the probe's judgement: traced once the reference worker has timed
-  // its baseline and the floor (a later output size's floor in a run follows the trace).
-  if (!reference_.traced()) {
-    const Stage stage(record_, "reference_trace");
-    reference_.trace_once(*traced_);
-  }
+  // its baseline and the floor (a later output size's floor in a run follows the trace); with
+  // paired timing, after the first candidate's rounds.
+  if (!request_.protocol.timing.paired) trace_reference();
+}
+
+void Evaluation::trace_reference() {
+  if (!request_.protocol.detection.enabled || !traced_ || reference_.traced()) return;
+  const Stage stage(record_, "reference_trace");
+  reference_.trace_once(*traced_);
 }
 
 void Evaluation::candidate_steps() {
   CandidateEvaluation candidate(*worker_, reference_, request_, references_, rng_, record_);
   try {
-    candidate.run([this] { await_next(); });
+    candidate.run({[this] { await_next(); }, [this] { trace_reference(); }});
   } catch (const WorkerFailed& failed) {
     record_.verdict = verdict_of(failed.kind);
     record_.verdict_reason = failed.what();

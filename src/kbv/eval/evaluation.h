@@ -84,6 +84,7 @@ class Evaluation {
   bool reference_draws();  // false: the reference is stochastic beyond rounding (unverifiable)
   void baseline();         // once per reference side, with the candidate's worker idle
   void floor_and_trace();  // the physical floor's timed copy, the reference's ops traced
+  void trace_reference();  // once per reference side, after everything its worker times
   void candidate_steps();
   void shutdown_candidate();
   void timed_output_checks();

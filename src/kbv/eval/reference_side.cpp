@@ -49,6 +49,31 @@ Reply reference_request(WorkerPort& worker, const json& command, double timeout,
                          [&] { return worker.request(command, Seconds(timeout), Outputs::owned, attachments); });
 }
 
+// The reference's worker as a port whose every failure is the evaluator's (paired timing's
+// baseline side: TimedSide asks it as it asks a candidate's).
+class EvaluatorsPort : public WorkerPort {
+ public:
+  explicit EvaluatorsPort(WorkerPort& worker) : worker_(worker) {}
+  Reply request(const json& command, std::chrono::duration<double> timeout, Outputs outputs,
+                const Attachments& attachments) override {
+    return reference_reply(worker_, [&] { return worker_.request(command, timeout, outputs, attachments); });
+  }
+  void post(const json& command, std::chrono::duration<double> timeout) override { worker_.post(command, timeout); }
+  void settle() override { worker_.settle(); }
+  Reply collect() override {
+    return reference_reply(worker_, [&] { return worker_.collect(); });
+  }
+  void begin_shutdown() override { worker_.begin_shutdown(); }
+  void shutdown() override { worker_.shutdown(); }
+  std::string log_tail() const override { return worker_.log_tail(); }
+  json containment() const override { return worker_.containment(); }
+  std::optional<CpuReading> cpu_time() const override { return worker_.cpu_time(); }
+  int region_fd() const override { return worker_.region_fd(); }
+
+ private:
+  WorkerPort& worker_;
+};
+
 // A mode's scaled error against the first mode, as the worker measured it.
 double error_of(const json& result) { return protocol::error_from_json(result.value("error", json())); }
 
@@ -158,10 +183,22 @@ void ReferenceSide::measure_baseline() {
   } catch (const std::exception& error) {
     throw EvalError(std::string("timing the baseline failed: ") + error.what());
   }
-  const Reply memory =
-      reference_request(*worker_, commands::message(commands::Memory{"baseline"}), config_.timeout_seconds);
-  baseline_memory_.footprint_bytes = footprint_bytes_;
-  protocol::read_memory(memory.header, baseline_memory_);
+  end_baseline_timing(true);
+}
+
+TimedSide ReferenceSide::paired_side() {
+  if (!evaluators_port_) evaluators_port_ = std::make_unique<EvaluatorsPort>(*worker_);
+  return TimedSide(*evaluators_port_, "baseline", config_.protocol, rng_, config_.timeout_seconds, false);
+}
+
+void ReferenceSide::end_baseline_timing(bool completed) {
+  if (completed && !memory_measured_) {
+    const Reply memory =
+        reference_request(*worker_, commands::message(commands::Memory{"baseline"}), config_.timeout_seconds);
+    baseline_memory_.footprint_bytes = footprint_bytes_;
+    protocol::read_memory(memory.header, baseline_memory_);
+    memory_measured_ = true;
+  }
   reference_request(*worker_, commands::message(commands::DropPool{}), config_.timeout_seconds);
 }
 

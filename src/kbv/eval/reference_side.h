@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kbv/eval/correctness.h"
+#include "kbv/eval/timing_run.h"
 #include "kbv/eval/worker_client.h"
 #include "kbv/protocol/protocol.h"
 #include "kbv/protocol/record.h"
@@ -68,6 +69,12 @@ class ReferenceSide {
 
   // The first call times the baseline and measures its memory; later calls return at once.
   void measure_baseline();
+  // Paired timing (Timing::paired): the baseline's side of one candidate's rounds, in this worker
+  // and from its own seeds; a failure of any of its steps is the evaluator's (EvalError).
+  // end_baseline_timing() after the baseline's timing, or after it failed: the baseline's memory
+  // measured the first time a timing completed (`completed`), the input pool let go.
+  TimedSide paired_side();
+  void end_baseline_timing(bool completed);
   const protocol::TimingResult& baseline() const { return *baseline_; }
   const protocol::MemoryResult& baseline_memory() const { return baseline_memory_; }
   // The first call traces the reference's forward on `draw` (the ops it runs itself); later
@@ -94,12 +101,14 @@ class ReferenceSide {
  private:
   ReferenceConfig config_;
   std::unique_ptr<WorkerPort> worker_;
+  std::unique_ptr<WorkerPort> evaluators_port_;  // worker_ with every failure the evaluator's
   nlohmann::json versions_;
   std::int64_t footprint_bytes_ = 0;
   bool loading_ = false;  // a posted load whose reply is not yet read
   std::mt19937_64 rng_;   // the baseline's timing inputs
   std::optional<protocol::TimingResult> baseline_;
   protocol::MemoryResult baseline_memory_;
+  bool memory_measured_ = false;
   nlohmann::json trace_;
   std::map<std::int64_t, double> copy_seconds_;
   nlohmann::json last_plan_;  // the plan of last_draws_

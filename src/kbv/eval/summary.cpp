@@ -106,6 +106,7 @@ std::string summarize(const protocol::Record& r) {
       out << "  speedup    " << format("%.3fx", *r.speedup);
       if (r.speedup_ci_low)
         out << "  95% CI [" << format("%.3f", *r.speedup_ci_low) << ", " << format("%.3f", *r.speedup_ci_high) << "]";
+      if (!r.round_ratios.empty()) out << "  (median of " << r.round_ratios.size() << " paired rounds)";
       out << "\n";
       if (r.stability.is_object() && !r.stability.value("reliable", true)) {
         out << "  UNRELIABLE: the figure follows the machine, not only the kernels\n";

@@ -1,14 +1,11 @@
 #include "kbv/eval/timing_run.h"
 
 #include <algorithm>
-#include <chrono>
-#include <memory>
 #include <numeric>
 
 #include "kbv/ipc/commands.h"
 #include "kbv/measure/host_load.h"
 #include "kbv/measure/statistics.h"
-#include "kbv/measure/stopping_criterion.h"
 
 namespace kbv::eval {
 
@@ -35,95 +32,127 @@ std::vector<std::uint64_t> fresh_seeds(std::mt19937_64& rng, int count) {
 
 }  // namespace
 
+TimedSide::TimedSide(WorkerPort& worker, std::string mode, const protocol::Protocol& protocol, std::mt19937_64& rng,
+                     double timeout_seconds, bool sketch)
+    : worker_(worker),
+      mode_(std::move(mode)),
+      timing_(protocol.timing),
+      rng_(rng),
+      timeout_(timeout_seconds),
+      sketch_(sketch),
+      criterion_(make_criterion(protocol.timing)),
+      order_(protocol.timing.pool_sets) {
+  std::iota(order_.begin(), order_.end(), 0);
+}
+
+void TimedSide::start() {
+  const protocol::Timing& t = timing_;
+  seeds_ = fresh_seeds(rng_, t.pool_sets);
+  cpu_before_ = worker_.cpu_time();
+  worker_.request(commands::message(commands::Pool{seeds_}), timeout_);
+  fills_ = t.pool_sets;
+  const Reply warmed = worker_.request(
+      commands::message(commands::Warmup{t.warmup_calls, t.warmup_seconds, t.warmup_max_seconds, mode_}), timeout_);
+  run_.result.clock = warmed.header.at("clock");
+  run_.result.flags = worker_.request(commands::message(commands::Flags{mode_}), timeout_).header.at("flags");
+}
+
+bool TimedSide::finished() const {
+  return criterion_->is_finished() ||
+         made_ >= (timing_.fixed_samples > 0 ? timing_.fixed_samples : timing_.max_samples);
+}
+
+std::vector<double> TimedSide::batch(double seconds) {
+  const protocol::Timing& t = timing_;
+  const int most = t.fixed_samples > 0 ? t.fixed_samples : t.max_samples;
+  // Each round times every set once, in an order drawn for the round (a candidate cannot tell which
+  // set comes next); each call's set gets new content just before it, so that no call's inputs
+  // exist before their call's turn (PROTOCOL.md, "Work outside the timed calls").
+  const int size = made_ == 0
+                       ? 1
+                       : std::clamp(static_cast<int>(seconds / std::max(measure::median(criterion_->samples()), 1e-9)),
+                                    1, std::max(1, std::min(kMaxBatch, most - made_)));
+  nlohmann::json calls = nlohmann::json::array();
+  std::vector<std::uint64_t> content;  // each call's content seed, for its sketch
+  for (int i = 0; i < size; ++i, ++made_) {
+    const int position = made_ % t.pool_sets;
+    if (position == 0) std::shuffle(order_.begin(), order_.end(), rng_);
+    const int set = order_[position];
+    nlohmann::json call = {{"set", set}};
+    if (t.refresh_inputs) {
+      seeds_[set] = fresh_seeds(rng_, 1).front();
+      call["fill"] = seeds_[set];
+      ++fills_;
+    }
+    content.push_back(seeds_[set]);
+    calls.push_back(std::move(call));
+  }
+  const Reply timed =
+      worker_.request(commands::message(commands::TimedCalls{mode_, calls, sketch_ ? t.sketch_points : 0}), timeout_);
+  protocol::TimingResult& result = run_.result;
+  result.cpu = timed.header.at("cpu");
+  result.gpu = timed.header.value("gpu", nlohmann::json());
+  std::vector<double> samples;
+  size_t next = 0;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const nlohmann::json& call = timed.header.at("results").at(i);
+    samples.push_back(call.at("seconds").get<double>());
+    criterion_->add_measurement(samples.back());
+    result.stream_samples.push_back(call.at("stream_seconds").get<double>());
+    result.launch_samples.push_back(call.at("launch_seconds").get<double>());
+    if (call.contains("host_wait_seconds")) {
+      result.host_wait_samples.push_back(call["host_wait_seconds"].get<double>());
+      result.end_on_device_samples += call.at("end_on_device").get<bool>();
+    }
+    if (!sketch_) continue;
+    std::vector<at::Tensor> values;
+    for (size_t k = 0; k < call.at("outputs").size(); ++k) values.push_back(timed.tensors.at(next++));
+    run_.sketches.push_back({content[i], call.at("sketch_seed").get<std::uint64_t>(), std::move(values)});
+  }
+  return samples;
+}
+
+TimingRun TimedSide::finish() {
+  // Read now, before anything else runs in the worker: the last reply was its last step of the timing.
+  cpu_after_ = worker_.cpu_time();
+  protocol::TimingResult& result = run_.result;
+  if (result.cpu.is_object()) {
+    result.cpu["fills"] = fills_;
+    if (const std::optional<double> seconds = worker_cpu_seconds()) {
+      result.cpu["outside_seconds"] = *seconds;
+      result.cpu["source"] = cpu_after_->source;
+    }
+  }
+  const auto samples = criterion_->samples();
+  result.samples.assign(samples.begin(), samples.end());
+  result.seconds = timing_.use_median ? measure::median(samples) : measure::mean(samples);
+  const measure::Interval ci = measure::median_ci(samples);
+  result.ci_low = ci.low;
+  result.ci_high = ci.high;
+  result.criterion = criterion_->describe();
+  return std::move(run_);
+}
+
+std::optional<double> TimedSide::worker_cpu_seconds() const {
+  if (!cpu_before_ || !cpu_after_ || cpu_before_->source != cpu_after_->source) return std::nullopt;
+  return cpu_after_->seconds - cpu_before_->seconds;
+}
+
 TimingRun run_timing(WorkerPort& worker, const std::string& mode, const protocol::Protocol& protocol,
                      std::mt19937_64& rng, double timeout_seconds, bool sketch) {
-  const protocol::Timing& t = protocol.timing;
-  const std::chrono::duration<double> timeout(timeout_seconds);
-  std::vector<std::uint64_t> seeds = fresh_seeds(rng, t.pool_sets);
-  const std::optional<CpuReading> cpu_before = worker.cpu_time();
+  TimedSide side(worker, mode, protocol, rng, timeout_seconds, sketch);
   const std::optional<measure::CpuCounters> host_before = measure::read_cpu_counters();
   const auto began = std::chrono::steady_clock::now();
-  worker.request(commands::message(commands::Pool{seeds}), timeout);
-  int fills = t.pool_sets;
-  const Reply warmed = worker.request(
-      commands::message(commands::Warmup{t.warmup_calls, t.warmup_seconds, t.warmup_max_seconds, mode}), timeout);
-
-  TimingRun run;
-  run.result.clock = warmed.header.at("clock");
-  run.result.flags = worker.request(commands::message(commands::Flags{mode}), timeout).header.at("flags");
-  auto criterion = make_criterion(t);
-  const int most = t.fixed_samples > 0 ? t.fixed_samples : t.max_samples;
-  // Calls made. Each round times every set once, in an order drawn for the round (a candidate
-  // cannot tell which set comes next); each call's set gets new content just before it, so that no
-  // call's inputs exist before their call's turn (PROTOCOL.md, "Work outside the timed calls").
-  int made = 0;
-  std::vector<int> order(t.pool_sets);
-  std::iota(order.begin(), order.end(), 0);
-  while (!criterion->is_finished() && made < most) {
-    // One call first; then as many as fill kBatchSeconds at the median so far.
-    const int batch =
-        made == 0 ? 1
-                  : std::clamp(static_cast<int>(kBatchSeconds / std::max(measure::median(criterion->samples()), 1e-9)),
-                               1, std::min(kMaxBatch, most - made));
-    nlohmann::json calls = nlohmann::json::array();
-    std::vector<std::uint64_t> content;  // each call's content seed, for its sketch
-    for (int i = 0; i < batch; ++i, ++made) {
-      const int position = made % t.pool_sets;
-      if (position == 0) std::shuffle(order.begin(), order.end(), rng);
-      const int set = order[position];
-      nlohmann::json call = {{"set", set}};
-      if (t.refresh_inputs) {
-        seeds[set] = fresh_seeds(rng, 1).front();
-        call["fill"] = seeds[set];
-        ++fills;
-      }
-      content.push_back(seeds[set]);
-      calls.push_back(std::move(call));
-    }
-    const Reply timed =
-        worker.request(commands::message(commands::TimedCalls{mode, calls, sketch ? t.sketch_points : 0}), timeout);
-    run.result.cpu = timed.header.at("cpu");
-    run.result.gpu = timed.header.value("gpu", nlohmann::json());
-    size_t next = 0;
-    for (size_t i = 0; i < calls.size(); ++i) {
-      const nlohmann::json& result = timed.header.at("results").at(i);
-      criterion->add_measurement(result.at("seconds").get<double>());
-      run.result.stream_samples.push_back(result.at("stream_seconds").get<double>());
-      run.result.launch_samples.push_back(result.at("launch_seconds").get<double>());
-      if (result.contains("host_wait_seconds")) {
-        run.result.host_wait_samples.push_back(result["host_wait_seconds"].get<double>());
-        run.result.end_on_device_samples += result.at("end_on_device").get<bool>();
-      }
-      if (!sketch) continue;
-      std::vector<at::Tensor> values;
-      for (size_t k = 0; k < result.at("outputs").size(); ++k) values.push_back(timed.tensors.at(next++));
-      run.sketches.push_back({content[i], result.at("sketch_seed").get<std::uint64_t>(), std::move(values)});
-    }
-  }
-  // The worker's CPU time read now, before anything else runs in it: the last reply was its
-  // last step of the timing.
-  const std::optional<CpuReading> cpu_after = worker.cpu_time();
+  side.start();
+  while (!side.finished()) side.batch(kBatchSeconds);
+  TimingRun run = side.finish();
   const std::optional<measure::CpuCounters> host_after = measure::read_cpu_counters();
-  const bool worker_read = cpu_before && cpu_after && cpu_before->source == cpu_after->source;
-  if (worker_read && host_before && host_after) {
+  if (const std::optional<double> worker_seconds = side.worker_cpu_seconds();
+      worker_seconds && host_before && host_after) {
     run.result.host = measure::host_load(
         *host_before, *host_after, std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(),
-        cpu_after->seconds - cpu_before->seconds);
+        *worker_seconds);
   }
-  if (run.result.cpu.is_object()) {
-    run.result.cpu["fills"] = fills;
-    if (worker_read) {
-      run.result.cpu["outside_seconds"] = cpu_after->seconds - cpu_before->seconds;
-      run.result.cpu["source"] = cpu_after->source;
-    }
-  }
-  const auto samples = criterion->samples();
-  run.result.samples.assign(samples.begin(), samples.end());
-  run.result.seconds = t.use_median ? measure::median(samples) : measure::mean(samples);
-  const measure::Interval ci = measure::median_ci(samples);
-  run.result.ci_low = ci.low;
-  run.result.ci_high = ci.high;
-  run.result.criterion = criterion->describe();
   return run;
 }
 

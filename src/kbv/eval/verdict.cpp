@@ -1,5 +1,6 @@
 #include "kbv/eval/verdict.h"
 
+#include "kbv/eval/paired_timing.h"
 #include "kbv/hacks/judge.h"
 #include "kbv/measure/stability.h"
 #include "kbv/measure/statistics.h"
@@ -62,7 +63,12 @@ void judge_measured(Record& record, const protocol::Protocol& protocol, std::opt
 
   if (record.baseline && record.candidate_timing && record.candidate_timing->seconds > 0) {
     record.speedup = record.baseline->seconds / record.candidate_timing->seconds;
-    if (protocol.timing.use_median) {
+    if (!record.round_ratios.empty()) {
+      const PairedSpeedup paired = paired_speedup(record.round_ratios);
+      record.speedup = paired.speedup;
+      record.speedup_ci_low = paired.ci.low;
+      record.speedup_ci_high = paired.ci.high;
+    } else if (protocol.timing.use_median) {
       const auto ci = measure::bootstrap_ratio_of_medians(record.baseline->samples, record.candidate_timing->samples,
                                                           kBootstrapResamples, /*seed=*/0);
       record.speedup_ci_low = ci.low;

@@ -113,6 +113,7 @@ nlohmann::json to_json(const Protocol& p) {
         {"device_sync", t.device_sync},
         {"l2_flush_bytes", t.l2_flush_bytes},
         {"pool_sets", t.pool_sets},
+        {"paired", t.paired},
         {"refresh_inputs", t.refresh_inputs},
         {"check_timed_outputs", t.check_timed_outputs},
         {"sketch_points", t.sketch_points},

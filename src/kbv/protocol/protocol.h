@@ -53,7 +53,11 @@ struct Timing {
   bool device_sync = true;          // work on any stream counts: a device-wide synchronize after the call
   std::int64_t l2_flush_bytes = 0;  // 0: twice the device's L2
   int pool_sets = 2;                // input sets timed in turn
-  bool refresh_inputs = true;       // new content (same buffers) before every timed call
+  // Baseline and candidate timed in alternating rounds, both workers warm, the speedup the median
+  // of the rounds' ratios (eval/paired_timing.h); off: the baseline once per reference side, before
+  // the candidate's import, and the candidate's timing after its checks.
+  bool paired = false;
+  bool refresh_inputs = true;  // new content (same buffers) before every timed call
   bool check_timed_outputs = true;
   int sketch_points = 4096;  // sampled positions compared per timed output
   // The stability judgement (PROTOCOL.md, "Stability", measure/stability.h): the speedup is

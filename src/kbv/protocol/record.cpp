@@ -107,6 +107,7 @@ json to_json(const Record& r) {
   }
   if (r.speedup) timing["speedup"] = *r.speedup;
   if (r.speedup_ci_low) timing["speedup_ci"] = {*r.speedup_ci_low, *r.speedup_ci_high};
+  if (!r.round_ratios.empty()) timing["round_ratios"] = r.round_ratios;
   if (!r.stability.is_null()) timing["stability"] = r.stability;
   timing["timed_outputs_checked"] = r.timed_outputs_checked;
 

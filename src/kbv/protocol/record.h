@@ -97,6 +97,9 @@ struct Record {
   nlohmann::json probe;  // the hack probe's measurements (repeat, poison, trace), when it ran
   std::optional<TimingResult> baseline, candidate_timing;
   std::optional<double> speedup, speedup_ci_low, speedup_ci_high;
+  // Paired timing (Timing::paired): each round's baseline median over its candidate median, in
+  // order; empty where the sides were timed apart.
+  std::vector<double> round_ratios;
   nlohmann::json stability;  // measure/stability.h's judgement of the speedup; null without one
   std::optional<MemoryResult> baseline_memory, candidate_memory;
   std::string candidate_log, reference_log;  // tails of the workers' stdout+stderr
