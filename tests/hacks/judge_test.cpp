@@ -1,6 +1,7 @@
 // The parent's judgements on probe measurements and traces (hacks/judge): thresholds, coverage
 // of the reference's ops, streams, merging and the verdict they settle.
 #include "kbv/hacks/judge.h"
+#include "kbv/hacks/untimed_work.h"
 
 #include <gtest/gtest.h>
 

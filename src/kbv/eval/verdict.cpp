@@ -2,6 +2,7 @@
 
 #include "kbv/eval/paired_timing.h"
 #include "kbv/hacks/judge.h"
+#include "kbv/hacks/untimed_work.h"
 #include "kbv/measure/stability.h"
 #include "kbv/measure/statistics.h"
 

@@ -48,27 +48,6 @@ std::optional<protocol::Finding> judge_uneven_calls(const std::vector<double>& b
 std::optional<protocol::Finding> judge_floor(double candidate_seconds, double copy_seconds, std::int64_t output_bytes,
                                              const protocol::Detection& detection);
 
-// untimed_work: CPU time the candidate's worker spent, read from outside it over its timing, that
-// neither its main thread (kbv's steps and the calls) nor other threads during a call account for:
-// work for the timed calls done where no timer looks (a thread that replays the inputs' draw, a
-// process of its own). Allowed: the reading's resolution, a share of the accounted time, and twice
-// what kbv's own steps cost the reference's worker in other threads per input set drawn. `candidate`
-// and `baseline`: TimingResult::cpu of each.
-std::optional<protocol::Finding> judge_untimed_work(const nlohmann::json& candidate, const nlohmann::json& baseline,
-                                                    const protocol::Detection& detection);
-
-// untimed_work on the GPU: device time the candidate's work took outside its timed calls' windows
-// (the GPU ledger, worker/gpu_ledger.h): what its calls launched that ran under the launch cover or
-// after their end, and what other threads launched that ran between the calls. Allowed: a floor, a
-// share of the windows' seconds, and twice the reference's own per timed call. A ledger that lost
-// kbv's own launch covers or dropped records, or could not record in the candidate's process where
-// it could in the reference's, is the same finding: its work there cannot be accounted. Nothing is
-// judged where the reference's ledger lost records too (CUPTI does not serve on that machine).
-// `candidate` and `baseline`: TimingResult::gpu of each.
-std::optional<protocol::Finding> judge_untimed_device_work(const nlohmann::json& candidate,
-                                                           const nlohmann::json& baseline,
-                                                           const protocol::Detection& detection);
-
 // Adds `more` to `into`, one finding per id: the highest severity, the evidence items of all.
 void merge(std::vector<protocol::Finding>& into, std::vector<protocol::Finding> more);
 
