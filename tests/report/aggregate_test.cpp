@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "kbv/protocol/record.h"
 #include "kbv/report/results.h"
 #include "sample_store.h"
 
@@ -34,6 +35,14 @@ const Group& group(const RunSummary& run, const std::string& level, const std::s
     if (g.level == level && g.protocol == protocol) return g;
   }
   throw std::logic_error("no group " + level + "/" + protocol);
+}
+
+// The report's verdict columns are the record's verdicts, all of them, in the enum's order.
+TEST(Aggregate, TheVerdictColumnsAreTheRecordsVerdicts) {
+  static_assert(kVerdicts.size() == static_cast<size_t>(protocol::Verdict::unverifiable) + 1);
+  for (size_t i = 0; i < kVerdicts.size(); ++i) {
+    EXPECT_EQ(kVerdicts[i], protocol::name(static_cast<protocol::Verdict>(i)));
+  }
 }
 
 TEST(Aggregate, RunsInOrderWithTheirGroups) {
