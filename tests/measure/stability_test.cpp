@@ -113,6 +113,18 @@ TEST(Stability, NoHostReadingJudgesTheSamplesAlone) {
   EXPECT_TRUE(judge_stability({b, {}, nullptr}, {b, {}, nullptr}, {}).at("reliable"));
 }
 
+// Paired rounds: ratios that agree leave the figure reliable; ratios from 0.25 to 3.6 (the CPU
+// machine's quiet ReLU, 2026-12-08) do not.
+TEST(Stability, PairedRoundsThatDisagreeAreNamed) {
+  const std::vector<double> b = around(1e-3, 100), c = around(2e-4, 100);
+  const std::vector<double> agree = {5.0, 5.1, 4.9, 5.05, 4.95, 5.0, 5.02, 4.98, 5.1, 4.9};
+  EXPECT_TRUE(judge_stability({b, {}, quiet_host()}, {c, {}, quiet_host()}, {}, agree).at("reliable"));
+  const std::vector<double> disagree = {1.7, 0.29, 1.1, 1.42, 3.59, 0.51, 1.0, 1.69, 1.14, 1.66};
+  const json judged = judge_stability({b, {}, quiet_host()}, {c, {}, quiet_host()}, {}, disagree);
+  EXPECT_FALSE(judged.at("reliable"));
+  EXPECT_EQ(ids(judged), (std::vector<std::string>{"rounds_disagree/both"}));
+}
+
 TEST(HostLoad, OtherCoresAreTheBusyCoresLessTheWorkersOwn) {
   CpuCounters before{100, 400, 1}, after{103, 406, 1.3};  // 3 s busy, 0.3 s steal over 2 s of two cores
   const json load = host_load(before, after, 2.0, 1.0);

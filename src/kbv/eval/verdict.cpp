@@ -97,9 +97,11 @@ void judge_measured(Record& record, const protocol::Protocol& protocol, std::opt
                                        cover(*record.baseline)};
     const measure::SideTiming candidate{record.candidate_timing->samples, record.candidate_timing->launch_samples,
                                         record.candidate_timing->host, cover(*record.candidate_timing)};
-    record.stability = measure::judge_stability(
-        baseline, candidate,
-        {t.unreliable_other_cores, t.unreliable_steal_share, t.unreliable_scatter_share, t.unreliable_drift_share});
+    record.stability =
+        measure::judge_stability(baseline, candidate,
+                                 {t.unreliable_other_cores, t.unreliable_steal_share, t.unreliable_scatter_share,
+                                  t.unreliable_drift_share, t.unreliable_round_spread_share},
+                                 record.round_ratios);
   }
 }
 

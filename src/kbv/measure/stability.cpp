@@ -81,10 +81,26 @@ void judge_side(const char* side, const SideTiming& timing, const StabilityLimit
 
 }  // namespace
 
-json judge_stability(const SideTiming& baseline, const SideTiming& candidate, const StabilityLimits& limits) {
+json judge_stability(const SideTiming& baseline, const SideTiming& candidate, const StabilityLimits& limits,
+                     std::span<const double> round_ratios) {
   json reasons = json::array();
   judge_side("baseline", baseline, limits, reasons);
   judge_side("candidate", candidate, limits, reasons);
+  if (!round_ratios.empty()) {
+    const double middle = median(round_ratios);
+    const Interval ci = median_ci(round_ratios);
+    const double spread = relative_half_width(ci, middle);
+    if (!(spread <= limits.round_spread_share)) {
+      reasons.push_back({{"id", "rounds_disagree"},
+                         {"side", "both"},
+                         {"speedup_ci", {ci.low, ci.high}},
+                         {"half_width_share", spread},
+                         {"limit", limits.round_spread_share},
+                         {"why",
+                          "the paired rounds' ratios disagree: from round to round the two sides did not see the "
+                          "same machine, and the median depends on which rounds the run happened to get"}});
+    }
+  }
   return {{"reliable", reasons.empty()}, {"reasons", std::move(reasons)}};
 }
 

@@ -22,10 +22,13 @@ struct StabilityLimits {
   double steal_share = 0.05;    // of the cores' time, given to another guest
   double scatter_share = 0.25;  // samples beyond twice the side's median or below half of it
   double drift_share = 0.25;    // the median of the last third of a side's samples against its first third's
+  double round_spread_share = 0.25;  // paired rounds: their ratios' 95% interval, half its width over the median
 };
 
 // {"reliable": bool, "reasons": [{"id", "side", the measured value, "limit", "why"}, ...]}; ids:
-// host_contention, steal, scattered_samples, drift, host_bound.
-nlohmann::json judge_stability(const SideTiming& baseline, const SideTiming& candidate, const StabilityLimits& limits);
+// host_contention, steal, scattered_samples, drift, host_bound, and with paired rounds' ratios
+// (eval/paired_timing.h; none: the sides were timed apart) rounds_disagree.
+nlohmann::json judge_stability(const SideTiming& baseline, const SideTiming& candidate, const StabilityLimits& limits,
+                               std::span<const double> round_ratios = {});
 
 }  // namespace kbv::measure

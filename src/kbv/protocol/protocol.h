@@ -66,11 +66,13 @@ struct Timing {
   // its samples lay beyond twice its median or below half of it (two groups: the median follows the
   // one the run filled more), or the median of its last third of samples moved by more than this
   // share from its first third's (drift); with a launch cover, also where a side's host path
-  // outgrew its cover (beyond launch_cover_max_seconds).
+  // outgrew its cover (beyond launch_cover_max_seconds); with paired rounds, also where half the
+  // width of their ratios' interval exceeds this share of their median (the rounds disagree).
   double unreliable_other_cores = 0.5;
   double unreliable_steal_share = 0.05;
   double unreliable_scatter_share = 0.25;
   double unreliable_drift_share = 0.25;
+  double unreliable_round_spread_share = 0.25;
 };
 
 // Hack detection (PROTOCOL.md, "Findings"): the static screen, the candidate's runtime watch and
