@@ -147,5 +147,17 @@ TEST(HostLoad, ThisMachinesCountersReadAndGrow) {
   EXPECT_LE(second->busy_seconds, second->total_seconds);
 }
 
+// A window over this machine: the figures where the timed workers' time was read, null where not.
+TEST(HostLoad, AWindowGivesTheLoadOnlyWithTheWorkersTime) {
+  const HostWindow window;
+  volatile double spin = 0;
+  for (int i = 0; i < 20'000'000; ++i) spin = spin + 1.0;
+  EXPECT_TRUE(window.load(std::nullopt).is_null());
+  const json load = window.load(0.0);
+  ASSERT_TRUE(load.is_object()) << load.dump();
+  EXPECT_GT(load.at("wall_seconds").get<double>(), 0);
+  EXPECT_GT(load.at("busy_cores").get<double>(), 0);
+}
+
 }  // namespace
 }  // namespace kbv::measure

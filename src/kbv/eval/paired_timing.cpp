@@ -1,7 +1,5 @@
 #include "kbv/eval/paired_timing.h"
 
-#include <chrono>
-
 #include "kbv/measure/host_load.h"
 
 namespace kbv::eval {
@@ -14,31 +12,29 @@ constexpr double kRoundBatchSeconds = 0.02;
 }  // namespace
 
 PairedTiming run_paired(TimedSide& baseline, TimedSide& candidate, std::mt19937_64& rng) {
-  const std::optional<measure::CpuCounters> host_before = measure::read_cpu_counters();
-  const auto began = std::chrono::steady_clock::now();
+  const measure::HostWindow host;
   baseline.start();
   candidate.start();
   PairedTiming paired;
   while (!(baseline.finished() && candidate.finished()) || static_cast<int>(paired.ratios.size()) < kMinRounds) {
-    const bool baseline_first = (rng() & 1) == 0;
-    std::vector<double> first = (baseline_first ? baseline : candidate).batch(kRoundBatchSeconds);
-    std::vector<double> second = (baseline_first ? candidate : baseline).batch(kRoundBatchSeconds);
-    const double baseline_median = measure::median(baseline_first ? first : second);
-    const double candidate_median = measure::median(baseline_first ? second : first);
-    paired.ratios.push_back(baseline_median / candidate_median);
+    std::vector<double> baseline_batch, candidate_batch;
+    if ((rng() & 1) == 0) {
+      baseline_batch = baseline.batch(kRoundBatchSeconds);
+      candidate_batch = candidate.batch(kRoundBatchSeconds);
+    } else {
+      candidate_batch = candidate.batch(kRoundBatchSeconds);
+      baseline_batch = baseline.batch(kRoundBatchSeconds);
+    }
+    paired.ratios.push_back(measure::median(baseline_batch) / measure::median(candidate_batch));
   }
   paired.baseline = baseline.finish();
   paired.candidate = candidate.finish();
-  const std::optional<measure::CpuCounters> host_after = measure::read_cpu_counters();
   const std::optional<double> baseline_cpu = baseline.worker_cpu_seconds(),
                               candidate_cpu = candidate.worker_cpu_seconds();
-  if (host_before && host_after && baseline_cpu && candidate_cpu) {
-    const nlohmann::json host = measure::host_load(
-        *host_before, *host_after, std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(),
-        *baseline_cpu + *candidate_cpu);
-    paired.baseline.result.host = host;
-    paired.candidate.result.host = host;
-  }
+  const nlohmann::json load =
+      host.load(baseline_cpu && candidate_cpu ? std::optional(*baseline_cpu + *candidate_cpu) : std::nullopt);
+  paired.baseline.result.host = load;
+  paired.candidate.result.host = load;
   return paired;
 }
 

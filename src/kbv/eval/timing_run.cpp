@@ -41,6 +41,7 @@ TimedSide::TimedSide(WorkerPort& worker, std::string mode, const protocol::Proto
       timeout_(timeout_seconds),
       sketch_(sketch),
       criterion_(make_criterion(protocol.timing)),
+      most_(protocol.timing.fixed_samples > 0 ? protocol.timing.fixed_samples : protocol.timing.max_samples),
       order_(protocol.timing.pool_sets) {
   std::iota(order_.begin(), order_.end(), 0);
 }
@@ -57,21 +58,17 @@ void TimedSide::start() {
   run_.result.flags = worker_.request(commands::message(commands::Flags{mode_}), timeout_).header.at("flags");
 }
 
-bool TimedSide::finished() const {
-  return criterion_->is_finished() ||
-         made_ >= (timing_.fixed_samples > 0 ? timing_.fixed_samples : timing_.max_samples);
-}
+bool TimedSide::finished() const { return criterion_->is_finished() || made_ >= most_; }
 
 std::vector<double> TimedSide::batch(double seconds) {
   const protocol::Timing& t = timing_;
-  const int most = t.fixed_samples > 0 ? t.fixed_samples : t.max_samples;
   // Each round times every set once, in an order drawn for the round (a candidate cannot tell which
   // set comes next); each call's set gets new content just before it, so that no call's inputs
   // exist before their call's turn (PROTOCOL.md, "Work outside the timed calls").
   const int size = made_ == 0
                        ? 1
                        : std::clamp(static_cast<int>(seconds / std::max(measure::median(criterion_->samples()), 1e-9)),
-                                    1, std::max(1, std::min(kMaxBatch, most - made_)));
+                                    1, std::max(1, std::min(kMaxBatch, most_ - made_)));
   nlohmann::json calls = nlohmann::json::array();
   std::vector<std::uint64_t> content;  // each call's content seed, for its sketch
   for (int i = 0; i < size; ++i, ++made_) {
@@ -141,18 +138,11 @@ std::optional<double> TimedSide::worker_cpu_seconds() const {
 TimingRun run_timing(WorkerPort& worker, const std::string& mode, const protocol::Protocol& protocol,
                      std::mt19937_64& rng, double timeout_seconds, bool sketch) {
   TimedSide side(worker, mode, protocol, rng, timeout_seconds, sketch);
-  const std::optional<measure::CpuCounters> host_before = measure::read_cpu_counters();
-  const auto began = std::chrono::steady_clock::now();
+  const measure::HostWindow host;
   side.start();
   while (!side.finished()) side.batch(kBatchSeconds);
   TimingRun run = side.finish();
-  const std::optional<measure::CpuCounters> host_after = measure::read_cpu_counters();
-  if (const std::optional<double> worker_seconds = side.worker_cpu_seconds();
-      worker_seconds && host_before && host_after) {
-    run.result.host = measure::host_load(
-        *host_before, *host_after, std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(),
-        *worker_seconds);
-  }
+  run.result.host = host.load(side.worker_cpu_seconds());
   return run;
 }
 

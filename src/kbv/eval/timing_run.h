@@ -59,6 +59,7 @@ class TimedSide {
   const std::chrono::duration<double> timeout_;
   const bool sketch_;
   std::unique_ptr<measure::StoppingCriterion> criterion_;
+  const int most_;                    // samples at most (fixed_samples, else max_samples)
   std::vector<std::uint64_t> seeds_;  // each input set's content
   std::vector<int> order_;            // the round's order of the sets
   int made_ = 0, fills_ = 0;

@@ -40,4 +40,13 @@ nlohmann::json host_load(const CpuCounters& before, const CpuCounters& after, do
           {"resolution_cores", 3 * tick / wall}, {"steal_share", total > 0 ? steal / total : 0.0}};
 }
 
+HostWindow::HostWindow() : before_(read_cpu_counters()), opened_(std::chrono::steady_clock::now()) {}
+
+nlohmann::json HostWindow::load(std::optional<double> workers_cpu_seconds) const {
+  const std::optional<CpuCounters> after = read_cpu_counters();
+  if (!before_ || !after || !workers_cpu_seconds) return nullptr;
+  return host_load(*before_, *after, std::chrono::duration<double>(std::chrono::steady_clock::now() - opened_).count(),
+                   *workers_cpu_seconds);
+}
+
 }  // namespace kbv::measure

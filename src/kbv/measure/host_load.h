@@ -4,6 +4,7 @@
 // neighbour, another evaluation), and steal, the time a hypervisor gave the cores to another guest.
 #pragma once
 
+#include <chrono>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -26,5 +27,18 @@ std::optional<CpuCounters> read_cpu_counters();
 // second, 2 cores for kernelbench's ~15 ms), "steal_share" (of all cores' time), "wall_seconds"}.
 nlohmann::json host_load(const CpuCounters& before, const CpuCounters& after, double wall_seconds,
                          double worker_cpu_seconds);
+
+// A window of timing on this host: the counters and the clock read when it opens; load() reads them
+// again and gives host_load's figures for the timed workers' CPU time over the window, or null
+// where the counters or the workers' time could not be read.
+class HostWindow {
+ public:
+  HostWindow();
+  nlohmann::json load(std::optional<double> workers_cpu_seconds) const;
+
+ private:
+  std::optional<CpuCounters> before_;
+  std::chrono::steady_clock::time_point opened_;
+};
 
 }  // namespace kbv::measure
